@@ -176,3 +176,76 @@ def user_marks(length: int, last: int, bytes_per_beat: int) -> list[int] | int:
         return 0
     last_beat_start = (length - 1) // bytes_per_beat * bytes_per_beat
     return [0] * last_beat_start + [last] * (length - last_beat_start)
+
+
+@dataclass(frozen=True)
+class Beat:
+    """One transfer seen on a port: when (sim time, ps) and what."""
+
+    time_ps: int
+    data: int
+    keep: int
+    last: bool
+    user: int = 0
+    id: int = 0
+    dest: int = 0
+
+
+class BeatTap:
+    """Records every transfer (tvalid && tready at a rising edge of `clock`) on one
+    AXI-Stream port, beat by beat, for checks a frame-level sink cannot make: beat
+    boundaries, tkeep shape, sideband per beat, timing. Passive: drives nothing."""
+
+    FIELDS = ("tdata", "tkeep", "tlast", "tuser", "tid", "tdest")
+
+    def __init__(self, dut, prefix: str, clock):
+        self.clock = clock
+        self.valid = getattr(dut, f"{prefix}_tvalid")
+        self.ready = getattr(dut, f"{prefix}_tready")
+        self.sigs = {f: getattr(dut, f"{prefix}_{f}") for f in self.FIELDS if hasattr(dut, f"{prefix}_{f}")}
+        self.beats: list[Beat] = []
+        self._task = cocotb.start_soon(self._run())
+
+    async def _run(self) -> None:
+        from cocotb.simtime import get_sim_time
+
+        s = self.sigs
+        while True:
+            await RisingEdge(self.clock)
+            if self.valid.value == 1 and self.ready.value == 1:
+                def val(f: str) -> int:
+                    return int(s[f].value) if f in s else 0
+                self.beats.append(Beat(int(get_sim_time("ps")), val("tdata"), val("tkeep"), bool(val("tlast")),
+                                       val("tuser"), val("tid"), val("tdest")))
+
+    def take(self) -> list[Beat]:
+        """The beats recorded so far (and forget them)."""
+        got, self.beats = self.beats, []
+        return got
+
+    def stop(self) -> None:
+        self._task.cancel()
+
+
+async def probe_comb_paths(clock, period_ns: float, drive: list, watch: list, cycles: int) -> int:
+    """Look for combinational paths from the `drive` inputs to the `watch` outputs: in
+    the middle of each of `cycles` clock periods, flip every driven input, see whether any
+    watched output moves, then put the inputs back before the next edge (so whatever
+    drives them normally never notices). Returns how many cycles showed a path."""
+    from cocotb.triggers import Timer
+
+    bad = 0
+    for _ in range(cycles):
+        await RisingEdge(clock)
+        await Timer(period_ns / 2, unit="ns")
+        before_out = [w.value for w in watch]
+        saved = [d.value for d in drive]
+        for d, v in zip(drive, saved):
+            d.value = ~int(v) & ((1 << len(d)) - 1)
+        await Timer(1, unit="ps")
+        if [w.value for w in watch] != before_out:
+            bad += 1
+        for d, v in zip(drive, saved):
+            d.value = v
+        await Timer(1, unit="ps")
+    return bad

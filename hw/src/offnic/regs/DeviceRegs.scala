@@ -38,7 +38,8 @@ class DeviceRegs(val c: DeviceRegsParams) extends Module {
 
   private val clk = blocks(1).hw
   private val cycles = RegInit(0.U(32.W))
-  cycles := Mux(clk.strobe("control").valid && clk.strobe("control").bits(0), 0.U, cycles + 1.U)
+  private val control = clk.strobe("control")
+  cycles := Mux(control.valid && control.bits(0), 0.U, cycles + 1.U)
   clk.value("core_freq_khz") := c.coreFreqKhz.U
   clk.value("cycle_count") := cycles
 }

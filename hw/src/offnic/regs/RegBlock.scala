@@ -11,9 +11,9 @@ import scala.collection.immutable.SeqMap
 class RegBlockHw(val t: BlockType) extends Record {
   val elements: SeqMap[String, Data] = SeqMap.from(t.body.flatMap { r =>
     r.access match {
-      case _: Access.RW    => Some(r.name -> Output(UInt(32.W)))
-      case Access.RO       => Some(r.name -> Input(UInt(32.W)))
-      case Access.WStrobe  => Some(r.name -> Output(Valid(UInt(32.W))))
+      case _: Access.RW    => Some(r.name -> Output(UInt(r.width.W)))
+      case Access.RO       => Some(r.name -> Input(UInt(r.width.W)))
+      case Access.WStrobe  => Some(r.name -> Output(Valid(UInt(r.width.W))))
       case _: Access.Const => None
     }
   })
@@ -35,30 +35,31 @@ class RegBlock(val t: BlockType, val base: Int, val next: Int, val addrBits: Int
   val bus = IO(Flipped(new RegBusPort(addrBits)))
   val hw = IO(new RegBlockHw(t))
 
-  private val winBits = log2Ceil(t.windowBytes)
+  private val winWords = log2Ceil(t.windowBytes) - 2
   private val req = bus.req.bits
-  private val selected = bus.req.valid && (req.addr >> winBits) === (base >> winBits).U
-  private val offset = Cat(req.addr(winBits - 1, 2), 0.U(2.W))
+  private val selected = bus.req.valid && (req.addr >> winWords) === (base >> (winWords + 2)).U
+  private val word = req.addr(winWords - 1, 0)
   private val writing = selected && req.write
 
-  private def hits(r: Reg): Bool = offset === r.offset.U
+  private def hits(r: Reg): Bool = word === (r.offset / 4).U
 
   private val readValues: Seq[(Reg, UInt)] = t.regs.map { r =>
     r -> (r.access match {
       case Access.Const(v)              => v.U(32.W)
       case Access.RO if r.name == "next" => next.U(32.W)
-      case Access.RO                    => hw.value(r.name)
+      case Access.RO                    => hw.value(r.name).pad(32)
       case Access.RW(reset) =>
-        val value = RegInit(reset.U(32.W))
+        val value = RegInit(reset.U(r.width.W))
         when(writing && hits(r)) {
-          value := Cat((3 to 0 by -1).map(i => Mux(req.wstrb(i), req.wdata(8 * i + 7, 8 * i), value(8 * i + 7, 8 * i))))
+          val merged = Cat((3 to 0 by -1).map(i => Mux(req.wstrb(i), req.wdata(8 * i + 7, 8 * i), value.pad(32)(8 * i + 7, 8 * i))))
+          value := merged(r.width - 1, 0)
         }
         hw.value(r.name) := value
-        value
+        value.pad(32)
       case Access.WStrobe =>
         val s = hw.strobe(r.name)
         s.valid := RegNext(writing && hits(r), false.B)
-        s.bits := RegEnable(req.wdata, writing && hits(r))
+        s.bits := RegEnable(req.wdata(r.width - 1, 0), writing && hits(r))
         0.U(32.W)
     })
   }

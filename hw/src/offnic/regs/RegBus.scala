@@ -3,9 +3,9 @@ package offnic.regs
 import chisel3._
 import chisel3.util._
 
-/** One register access: byte address, 32-bit data, byte strobes. */
+/** One register access: 32-bit word address (byte address / 4), data, byte strobes. */
 class RegBusReq(val addrBits: Int) extends Bundle {
-  val addr = UInt(addrBits.W)
+  val addr = UInt((addrBits - 2).W)
   val write = Bool()
   val wdata = UInt(32.W)
   val wstrb = UInt(4.W)
@@ -20,7 +20,8 @@ class RegBusResp extends Bundle {
 }
 
 /** The internal register bus (master side): fixed one-cycle latency, no stalls. This keeps
-  * register blocks tiny; the AXI-Lite bridge absorbs the handshakes.
+  * register blocks tiny; the AXI-Lite bridge absorbs the handshakes. `addrBits` is the
+  * byte-address width of the register space.
   */
 class RegBusPort(val addrBits: Int) extends Bundle {
   val req = Output(Valid(new RegBusReq(addrBits)))

@@ -29,6 +29,11 @@ case class Reg(name: String, offset: Int, access: Access, doc: String, fields: S
   require(fields.combinations(2).forall {
     case Seq(a, b) => a.lsb + a.width <= b.lsb || b.lsb + b.width <= a.lsb
   }, s"register $name has overlapping fields")
+
+  /** Bits the hardware implements: up to the highest field, or all 32 without fields.
+    * Bits above read as 0 and ignore writes.
+    */
+  def width: Int = if (fields.isEmpty) 32 else fields.map(f => f.lsb + f.width).max
 }
 
 /** A block type: what the driver looks for in the chain. `version` is bumped whenever the
