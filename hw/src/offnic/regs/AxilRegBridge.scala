@@ -5,8 +5,9 @@ import chisel3.util._
 
 /** AXI-Lite slave to RegBus master. One access at a time (register traffic is sparse);
   * reads and writes alternate when both wait, so neither starves. An address that no
-  * block claims answers DECERR, so a driver bug shows up as a bus error, not as zeros;
-  * an address that is not 32-bit aligned answers SLVERR and touches nothing.
+  * block claims answers DECERR, so a driver bug shows up as a bus error, not as zeros.
+  * Address bits 1:0 are ignored: as AXI allows, a narrow access may carry an unaligned
+  * address, and WSTRB alone says which bytes it writes.
   */
 class AxilRegBridge(val addrBits: Int) extends Module {
   val s_axil = IO(Flipped(new AxiLiteIO(addrBits)))
@@ -14,7 +15,6 @@ class AxilRegBridge(val addrBits: Int) extends Module {
 
   private val busy = RegInit(false.B)      // request issued, answer due this cycle
   private val busyWrite = Reg(Bool())
-  private val misaligned = Reg(Bool())
   private val preferRead = RegInit(false.B)
   private val bvalid = RegInit(false.B)
   private val rvalid = RegInit(false.B)
@@ -31,10 +31,8 @@ class AxilRegBridge(val addrBits: Int) extends Module {
   s_axil.wready := doWrite
   s_axil.arready := doRead
 
-  private val addr = Mux(doWrite, s_axil.awaddr, s_axil.araddr)
-  private val aligned = addr(1, 0) === 0.U
-  reg.req.valid := (doWrite || doRead) && aligned
-  reg.req.bits.addr := addr >> 2
+  reg.req.valid := doWrite || doRead
+  reg.req.bits.addr := Mux(doWrite, s_axil.awaddr, s_axil.araddr) >> 2
   reg.req.bits.write := doWrite
   reg.req.bits.wdata := s_axil.wdata
   reg.req.bits.wstrb := Mux(doWrite, s_axil.wstrb, 0.U)
@@ -42,13 +40,11 @@ class AxilRegBridge(val addrBits: Int) extends Module {
   when(doWrite || doRead) {
     busy := true.B
     busyWrite := doWrite
-    misaligned := !aligned
     preferRead := doWrite
   }
   when(busy) {
     busy := false.B
-    resp := Mux(misaligned, AxiLiteIO.RespSlvErr.U,
-      Mux(reg.resp.hit, AxiLiteIO.RespOkay.U, AxiLiteIO.RespDecErr.U))
+    resp := Mux(reg.resp.hit, AxiLiteIO.RespOkay.U, AxiLiteIO.RespDecErr.U)
     rdata := reg.resp.rdata
     bvalid := busyWrite
     rvalid := !busyWrite
