@@ -13,10 +13,15 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 import cocotb
-from cocotb.triggers import ClockCycles, RisingEdge
+from cocotb.simtime import get_sim_time
+from cocotb.triggers import ClockCycles, RisingEdge, Timer
 from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
 
 JUMBO = 9 * 1024
+
+# (source idle, sink stall) fractions every stream bench runs through: free flow, an
+# idling source, a stalling sink, and both at once.
+BACK_PRESSURE = [(0.0, 0.0), (0.5, 0.0), (0.0, 0.6), (0.4, 0.7)]
 
 
 def frame_sizes(count: int, max_len: int = JUMBO) -> list[int]:
@@ -24,14 +29,11 @@ def frame_sizes(count: int, max_len: int = JUMBO) -> list[int]:
     widths first, then a mix weighted towards small frames, with jumbos included."""
     edges = [1, 2, 7, 8, 9, 31, 32, 33, 63, 64, 65, 60, 1514, 1518, max_len - 1, max_len]
     sizes = [s for s in edges if s <= max_len]
+    bands = [(0.5, 1, 128), (0.85, 129, 1518), (1.0, 1519, max_len)]
     while len(sizes) < count:
         r = random.random()
-        if r < 0.5:
-            sizes.append(random.randint(1, 128))
-        elif r < 0.85:
-            sizes.append(random.randint(129, 1518))
-        else:
-            sizes.append(random.randint(1519, max_len))
+        _, lo, hi = next(b for b in bands if r < b[0])
+        sizes.append(random.randint(min(lo, max_len), min(hi, max_len)))
     random.shuffle(sizes)
     return sizes
 
@@ -207,8 +209,6 @@ class BeatTap:
         self._task = cocotb.start_soon(self._run())
 
     async def _run(self) -> None:
-        from cocotb.simtime import get_sim_time
-
         s = self.sigs
         while True:
             await RisingEdge(self.clock)
@@ -232,8 +232,6 @@ async def probe_comb_paths(clock, period_ns: float, drive: list, watch: list, cy
     the middle of each of `cycles` clock periods, flip every driven input, see whether any
     watched output moves, then put the inputs back before the next edge (so whatever
     drives them normally never notices). Returns how many cycles showed a path."""
-    from cocotb.triggers import Timer
-
     bad = 0
     for _ in range(cycles):
         await RisingEdge(clock)
@@ -249,3 +247,36 @@ async def probe_comb_paths(clock, period_ns: float, drive: list, watch: list, cy
             d.value = v
         await Timer(1, unit="ps")
     return bad
+
+
+class HoldCheck:
+    """AXI-Stream source rule on one port (usually a block's output), checked every
+    cycle: once tvalid is up it stays up, with the beat unchanged, until tready takes
+    it. Cycles with `reset` (if given) asserted are not checked. Fails the test at the
+    first violation; `stalls` counts the stalled cycles checked (to show it ran)."""
+
+    def __init__(self, dut, prefix: str, clock, reset=None):
+        self.prefix, self.clock, self.reset = prefix, clock, reset
+        self.valid = getattr(dut, f"{prefix}_tvalid")
+        self.ready = getattr(dut, f"{prefix}_tready")
+        self.sigs = [getattr(dut, f"{prefix}_{f}") for f in BeatTap.FIELDS if hasattr(dut, f"{prefix}_{f}")]
+        self.stalls = 0
+        self._task = cocotb.start_soon(self._run())
+
+    async def _run(self) -> None:
+        held = None
+        while True:
+            await RisingEdge(self.clock)
+            if self.reset is not None and self.reset.value == 1:
+                held = None
+                continue
+            valid = self.valid.value == 1
+            beat = tuple(int(s.value) for s in self.sigs)
+            if held is not None:
+                self.stalls += 1
+                assert valid, f"{self.prefix}: tvalid dropped before tready took the beat"
+                assert beat == held, f"{self.prefix}: beat changed while stalled: {held} -> {beat}"
+            held = beat if valid and self.ready.value != 1 else None
+
+    def stop(self) -> None:
+        self._task.cancel()

@@ -11,6 +11,7 @@ Environment:
 """
 from __future__ import annotations
 
+import json
 import os
 import random
 import re
@@ -106,14 +107,24 @@ def _run_dir(test_name: str) -> Path:
     return d
 
 
+BENCH_ENV = "OFFNIC_BENCH"
+
+
+def bench_config() -> dict:
+    """Inside a cocotb test: the `bench` settings its pytest function passed to run_cocotb."""
+    return json.loads(os.environ.get(BENCH_ENV, "{}"))
+
+
 def run_cocotb(
     design: hw.Design,
     test_module: str,
     testcase: str | None = None,
     env: dict[str, object] | None = None,
+    bench: dict | None = None,
 ) -> None:
     """Run the cocotb tests of `test_module` (a bench's `__name__`) on `design`.
 
+    `bench` (JSON-serialisable) reaches the cocotb tests through bench_config().
     Fails (AssertionError) if any cocotb test fails or none ran; the message carries the
     seed and how to replay it.
     """
@@ -143,7 +154,7 @@ def run_cocotb(
             test_dir=run_dir,
             testcase=testcase,
             seed=seed,
-            extra_env={k: str(v) for k, v in (env or {}).items()},
+            extra_env={**{k: str(v) for k, v in (env or {}).items()}, BENCH_ENV: json.dumps(bench or {})},
             waves=m.waves,
             results_xml=str(results),
             timescale=TIMESCALE,

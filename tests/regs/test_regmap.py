@@ -8,11 +8,9 @@ walk of the block chain over AXI-Lite finds every block with the right type, ver
 registers.
 """
 import random
-import re
 import subprocess
 
 import cocotb
-import pytest
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster
