@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import subprocess
 import tomllib
 from dataclasses import dataclass, field
@@ -49,13 +50,20 @@ def hw_sources_digest() -> str:
 def ensure_jar() -> Path:
     """Compile the Chisel sources into one jar (mill hw.assembly) if they changed."""
     stamp = BUILD / "hw-jar.stamp"
-    want = hw_sources_digest()
     with _lock("jar"):
+        want = hw_sources_digest()
         if JAR.exists() and stamp.exists() and stamp.read_text() == want:
             return JAR
         print("[offnic] compiling Chisel sources (mill hw.assembly)", flush=True)
         subprocess.run([str(MILL), "--no-server", "--ticker", "false", "hw.assembly"],
                        cwd=ROOT, check=True)
+        if hw_sources_digest() != want:
+            # A source changed while Mill compiled: its incremental state cannot be
+            # trusted for that file, so start the module's compile afresh.
+            shutil.rmtree(ROOT / "out" / "hw", ignore_errors=True)
+            subprocess.run([str(MILL), "--no-server", "--ticker", "false", "hw.assembly"],
+                           cwd=ROOT, check=True)
+            want = hw_sources_digest()
         stamp.parent.mkdir(parents=True, exist_ok=True)
         stamp.write_text(want)
     return JAR

@@ -32,5 +32,18 @@ CLOCK = BlockType(
     },
 )
 
+BAR_ACCESS = BlockType(
+    name='bar_access', type_id=0x0ff10003, version=0x00010000,
+    window_bytes=0x20, doc='BAR0 request handling: what the host sent that the NIC could not serve (counters wrap).',
+    regs={
+        'type': Reg('type', 0x00, 'const', 'Block type identifier.', 0xff10003, ()),
+        'version': Reg('version', 0x04, 'const', 'Block layout version (major 31:16, minor 15:0).', 0x10000, ()),
+        'next': Reg('next', 0x08, 'ro', 'Absolute BAR offset of the next block; 0 ends the chain.', None, ()),
+        'unsupported': Reg('unsupported', 0x0c, 'ro', 'Requests answered Unsupported Request or Completer Abort, or dropped: I/O, atomics, messages, other BARs, reads over 64 bytes, malformed TLPs.', None, ()),
+        'read_errors': Reg('read_errors', 0x10, 'ro', 'Register words read at addresses no block claims (answered all ones).', None, ()),
+        'write_errors': Reg('write_errors', 0x14, 'ro', 'Register words written at addresses no block claims (ignored).', None, ()),
+    },
+)
+
 # Every block type by type id, for regblocks.discover().
-BLOCKS = {b.type_id: b for b in (DEVICE_ID, CLOCK,)}
+BLOCKS = {b.type_id: b for b in (DEVICE_ID, CLOCK, BAR_ACCESS,)}

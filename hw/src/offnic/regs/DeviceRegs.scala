@@ -29,23 +29,30 @@ class DeviceRegs(val c: DeviceRegsParams) extends Module {
   bridge.s_axil <> s_axil
   RegBus.fanOut(bridge.reg, blocks.map(_.bus))
 
-  private val id = blocks(0).hw
-  id.value("fpga_id") := c.fpgaId.U
-  id.value("board_id") := c.boardId.U
-  id.value("board_version") := c.boardVersion.U
-  id.value("build_date") := c.buildDate.U
-  id.value("git_hash") := c.gitHash.U
-
-  private val clk = blocks(1).hw
-  private val cycles = RegInit(0.U(32.W))
-  private val control = clk.strobe("control")
-  cycles := Mux(control.valid && control.bits(0), 0.U, cycles + 1.U)
-  clk.value("core_freq_khz") := c.coreFreqKhz.U
-  clk.value("cycle_count") := cycles
+  DeviceRegs.driveDeviceId(blocks(0).hw, c)
+  DeviceRegs.driveClock(blocks(1).hw, c)
 }
 
 object DeviceRegs extends Elaboratable {
-  def generate(p: Params): RawModule = new DeviceRegs(DeviceRegsParams(
+  /** The device_id block's values: constants of this build. */
+  def driveDeviceId(id: RegBlockHw, c: DeviceRegsParams): Unit = {
+    id.value("fpga_id") := c.fpgaId.U
+    id.value("board_id") := c.boardId.U
+    id.value("board_version") := c.boardVersion.U
+    id.value("build_date") := c.buildDate.U
+    id.value("git_hash") := c.gitHash.U
+  }
+
+  /** The clock block: nominal frequency and a cycle counter the control register clears. */
+  def driveClock(clk: RegBlockHw, c: DeviceRegsParams): Unit = {
+    val cycles = RegInit(0.U(32.W))
+    val control = clk.strobe("control")
+    cycles := Mux(control.valid && control.bits(0), 0.U, cycles + 1.U)
+    clk.value("core_freq_khz") := c.coreFreqKhz.U
+    clk.value("cycle_count") := cycles
+  }
+
+  def params(p: Params): DeviceRegsParams = DeviceRegsParams(
     addrBits = p.int("addr_bits", 24),
     fpgaId = p.long("fpga_id", 0),
     boardId = p.int("board_id", 0),
@@ -53,5 +60,7 @@ object DeviceRegs extends Elaboratable {
     buildDate = p.long("build_date", 0),
     gitHash = p.long("git_hash", 0),
     coreFreqKhz = p.int("core_freq_khz", 250000)
-  ))
+  )
+
+  def generate(p: Params): RawModule = new DeviceRegs(params(p))
 }

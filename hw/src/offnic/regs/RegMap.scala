@@ -33,7 +33,18 @@ object RegMap {
     )
   )
 
+  val BarAccess = BlockType(
+    "bar_access", 0x0ff10003L, 0x00010000L,
+    "BAR0 request handling: what the host sent that the NIC could not serve (counters wrap).",
+    Seq(
+      Reg("unsupported", 0x0c, RO, "Requests answered Unsupported Request or Completer Abort, or " +
+        "dropped: I/O, atomics, messages, other BARs, reads over 64 bytes, malformed TLPs."),
+      Reg("read_errors", 0x10, RO, "Register words read at addresses no block claims (answered all ones)."),
+      Reg("write_errors", 0x14, RO, "Register words written at addresses no block claims (ignored).")
+    )
+  )
+
   /** Every block type, in the order the documentation lists them. */
-  val blocks: Seq[BlockType] = Seq(DeviceId, Clock)
+  val blocks: Seq[BlockType] = Seq(DeviceId, Clock, BarAccess)
   require(blocks.map(_.typeId).distinct.size == blocks.size, "two block types share a type id")
 }
