@@ -51,6 +51,35 @@ object PcieUs {
   object CplStatus {
     val Success = 0
     val Unsupported = 1
+    val ConfigRetry = 2
     val Abort = 4
+  }
+
+  // RQ tuser fields (requester request, 256-bit: 62 bits). Bits 27:24 and 61:60 are the
+  // sequence number, 59:28 parity; the DMA engine uses neither (parity is off in the IP).
+  val RqFirstBe = (3, 0)
+  val RqLastBe = (7, 4)
+  val RqDiscontinue = 11
+
+  // RC tuser fields (requester completion, 256-bit: 75 bits): one byte enable per byte of
+  // tdata (0 for descriptor words and for bytes outside the completion's data), the
+  // start-of-TLP flags (bit 32, and 33 which only straddling uses), end-of-TLP pointers
+  // (straddling only), discontinue (the IP found an uncorrectable error in the payload)
+  // and per-byte parity.
+  val RcByteEn = (31, 0)
+  val RcIsSop = 32
+  val RcDiscontinue = 42
+
+  /** Error codes in the RC descriptor (dword 0, bits 15:12): the IP's own verdict. */
+  object RcError {
+    val Normal = 0x0
+    val Poisoned = 0x1
+    val BadStatus = 0x2
+    val InvalidLength = 0x3
+    val Mismatch = 0x4
+    val InvalidAddress = 0x5
+    val InvalidTag = 0x6
+    val Flr = 0x8
+    val Timeout = 0x9
   }
 }
