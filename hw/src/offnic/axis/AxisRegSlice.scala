@@ -3,6 +3,7 @@ package offnic.axis
 import chisel3._
 import chisel3.util._
 import offnic.{Elaboratable, Params}
+import offnic.util.SkidBuffer
 
 /** Register slice (skid buffer): breaks every combinational path between its sides —
   * data, valid and ready are all registered — at full throughput, for timing closure
@@ -14,23 +15,10 @@ class AxisRegSlice(val p: AxisParams, val stages: Int = 1) extends Module {
   val m_axis = IO(new AxisIO(p))
 
   private def slice(in: AxisIO): AxisIO = {
+    val skid = Module(new SkidBuffer(new AxisBeat(p)))
+    skid.in <> in.asDecoupledSink
     val out = Wire(new AxisIO(p))
-    val outValid = RegInit(false.B)
-    val outBeat = Reg(new AxisBeat(p))
-    val skidValid = RegInit(false.B) // a beat accepted while the output was stalled
-    val skidBeat = Reg(new AxisBeat(p))
-
-    in.tready := !skidValid
-    when(!outValid || out.tready) {
-      outValid := skidValid || in.tvalid
-      outBeat := Mux(skidValid, skidBeat, in.beat)
-      skidValid := false.B
-    }.elsewhen(in.fire) {
-      skidValid := true.B
-      skidBeat := in.beat
-    }
-    out.tvalid := outValid
-    out.setBeat(outBeat)
+    out.drivenBy(skid.out)
     out
   }
 

@@ -144,28 +144,6 @@ class DmaWriteStats extends Bundle {
   val done_error = Bool()
 }
 
-/** Two-register skid buffer for a valid/ready stream: `in.ready`, `out.valid` and `out.bits`
-  * all come from registers, at full throughput. */
-class SkidBuffer[T <: Data](gen: T) extends Module {
-  val in = IO(Flipped(Decoupled(gen)))
-  val out = IO(Decoupled(gen))
-  private val outValid = RegInit(false.B)
-  private val outBits = Reg(gen)
-  private val skidValid = RegInit(false.B)
-  private val skidBits = Reg(gen)
-  in.ready := !skidValid
-  when(!outValid || out.ready) {
-    outValid := skidValid || in.valid
-    outBits := Mux(skidValid, skidBits, in.bits)
-    skidValid := false.B
-  }.elsewhen(in.fire) {
-    skidValid := true.B
-    skidBits := in.bits
-  }
-  out.valid := outValid
-  out.bits := outBits
-}
-
 private[pcie] object DmaUtil {
   // Written so that firtool's temporaries use every bit they compute (Verilator -Wall
   // checks unused bits of every signal): no slices of sums or shifts.

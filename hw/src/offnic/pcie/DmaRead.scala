@@ -2,6 +2,7 @@ package offnic.pcie
 
 import chisel3._
 import chisel3.util._
+import offnic.util.SkidBuffer
 
 /** DMA reads, host memory -> on-chip RAM, on the UltraScale+ requester interfaces (memory
   * read requests out on RQ, completions in on RC; 256-bit, DWORD-aligned, no straddling;
