@@ -38,6 +38,28 @@ class Reg:
     reset: int | None = None  # rw: value after reset; const: the value
     fields: tuple[Field, ...] = ()
 
+    @property
+    def width(self) -> int:
+        """Bits the hardware implements: up to the highest field, or all 32."""
+        return max((f.lsb + f.width for f in self.fields), default=32)
+
+
+@dataclass(frozen=True)
+class RegArrayType:
+    """A block's array of identical records (one per queue, vector, ...): record k's
+    register r is at block offset `offset + k * stride + r.offset`. How many records a
+    build has is in the block's `count` register."""
+    offset: int
+    max_count: int
+    stride: int
+    doc: str
+    regs: dict[str, Reg] = field(default_factory=dict)
+
+    def reg_offset(self, k: int, reg: str) -> int:
+        if not 0 <= k < self.max_count:
+            raise IndexError(f"record {k} is outside 0..{self.max_count - 1}")
+        return self.offset + k * self.stride + self.regs[reg].offset
+
 
 @dataclass(frozen=True)
 class BlockType:
@@ -47,6 +69,7 @@ class BlockType:
     window_bytes: int
     doc: str
     regs: dict[str, Reg] = field(default_factory=dict)
+    array: RegArrayType | None = None
 
     @property
     def major(self) -> int:
@@ -93,6 +116,35 @@ class RegisterBlock:
 
     async def write(self, reg: str, value: int) -> None:
         await self._write32(self.addr(reg), value)
+
+    def entry(self, k: int) -> "RegisterEntry":
+        """Record `k` of the block's array (IndexError beyond max_count; records at or
+        beyond `count()` exist in the address map but read 0 and ignore writes)."""
+        if self.type.array is None:
+            raise TypeError(f"block {self.type.name} has no register array")
+        self.type.array.reg_offset(k, next(iter(self.type.array.regs)))  # range check
+        return RegisterEntry(self, k)
+
+    async def count(self) -> int:
+        """Records this build has (the `count` register of a block with an array)."""
+        return await self.read("count")
+
+
+class RegisterEntry:
+    """One record of a block's array: register access by name, like RegisterBlock."""
+
+    def __init__(self, block: RegisterBlock, k: int):
+        self.block = block
+        self.index = k
+
+    def addr(self, reg: str) -> int:
+        return self.block.base + self.block.type.array.reg_offset(self.index, reg)
+
+    async def read(self, reg: str) -> int:
+        return await self.block._read32(self.addr(reg))
+
+    async def write(self, reg: str, value: int) -> None:
+        await self.block._write32(self.addr(reg), value)
 
 
 async def discover(read32: Read32, write32: Write32, known: dict[int, BlockType]) -> dict[str, list[RegisterBlock]]:

@@ -41,18 +41,30 @@ def _hex(v: int | None) -> str:
 
 
 def render_python(m: dict) -> str:
-    out = [f'"""{BANNER}"""', "from offnic_sim.regblocks import BlockType, Field, Reg", "",
+    out = [f'"""{BANNER}"""', "from offnic_sim.regblocks import BlockType, Field, Reg, RegArrayType", "",
            f"HEADER_BYTES = 0x{m['header_bytes']:02x}", ""]
+
+    def reg_lines(regs: list[dict], indent: str) -> list[str]:
+        lines = []
+        for r in regs:
+            fields = "".join(f"Field({f['name']!r}, {f['lsb']}, {f['width']}, {f['doc']!r}), " for f in r["fields"])
+            lines.append(f"{indent}{r['name']!r}: Reg({r['name']!r}, 0x{r['offset']:02x}, {r['access']['kind']!r}, "
+                         f"{r['doc']!r}, {_hex(_reset(r))}, ({fields})),")
+        return lines
+
     for b in m["blocks"]:
         out.append(f"{b['name'].upper()} = BlockType(")
         out.append(f"    name={b['name']!r}, type_id=0x{b['type_id']:08x}, version=0x{b['version']:08x},")
         out.append(f"    window_bytes=0x{b['window_bytes']:x}, doc={b['doc']!r},")
         out.append("    regs={")
-        for r in b["regs"]:
-            fields = "".join(f"Field({f['name']!r}, {f['lsb']}, {f['width']}, {f['doc']!r}), " for f in r["fields"])
-            out.append(f"        {r['name']!r}: Reg({r['name']!r}, 0x{r['offset']:02x}, {r['access']['kind']!r}, "
-                       f"{r['doc']!r}, {_hex(_reset(r))}, ({fields})),")
+        out += reg_lines(b["regs"], " " * 8)
         out.append("    },")
+        a = b.get("array")
+        if a is not None:
+            out.append(f"    array=RegArrayType(offset=0x{a['offset']:x}, max_count={a['max_count']}, "
+                       f"stride=0x{a['stride']:x}, doc={a['doc']!r}, regs={{")
+            out += reg_lines(a["regs"], " " * 8)
+            out.append("    }),")
         out.append(")")
         out.append("")
     out.append("# Every block type by type id, for regblocks.discover().")
@@ -76,12 +88,23 @@ def render_c(m: dict) -> str:
                 f"#define {p}_TYPE 0x{b['type_id']:08x}u",
                 f"#define {p}_VERSION 0x{b['version']:08x}u",
                 f"#define {p}_WINDOW 0x{b['window_bytes']:x}"]
-        for r in b["regs"]:
-            out.append(f"#define {p}_REG_{_c(r['name'])} 0x{r['offset']:02x}")
-            for f in r["fields"]:
-                mask = ((1 << f["width"]) - 1) << f["lsb"]
-                out.append(f"#define {p}_REG_{_c(r['name'])}_{_c(f['name'])}_SHIFT {f['lsb']}")
-                out.append(f"#define {p}_REG_{_c(r['name'])}_{_c(f['name'])}_MASK 0x{mask:08x}u")
+        def regs(prefix: str, rs: list[dict]) -> None:
+            for r in rs:
+                out.append(f"#define {prefix}_{_c(r['name'])} 0x{r['offset']:02x}")
+                for f in r["fields"]:
+                    mask = ((1 << f["width"]) - 1) << f["lsb"]
+                    out.append(f"#define {prefix}_{_c(r['name'])}_{_c(f['name'])}_SHIFT {f['lsb']}")
+                    out.append(f"#define {prefix}_{_c(r['name'])}_{_c(f['name'])}_MASK 0x{mask:08x}u")
+        regs(f"{p}_REG", b["regs"])
+        a = b.get("array")
+        if a is not None:
+            out += [f"/* {b['name']} records: record k's register ENT_x is at block offset",
+                    f" * {p}_ARRAY_OFFSET + k * {p}_ARRAY_STRIDE + {p}_ENT_x. */",
+                    f"#define {p}_ARRAY_OFFSET 0x{a['offset']:02x}",
+                    f"#define {p}_ARRAY_STRIDE 0x{a['stride']:02x}",
+                    f"#define {p}_ARRAY_MAX_COUNT {a['max_count']}",
+                    f"#define {p}_ENT(k, reg) ({p}_ARRAY_OFFSET + (k) * {p}_ARRAY_STRIDE + (reg))"]
+            regs(f"{p}_ENT", a["regs"])
     out += ["", "#endif /* OFFNIC_REGS_H */"]
     return "\n".join(out) + "\n"
 
@@ -94,19 +117,32 @@ def render_markdown(m: dict) -> str:
            "chain and use the blocks whose type and major version they know.", "",
            "Access: `rw` read/write; `ro` driven by hardware, writes ignored; `const` fixed;",
            "`wstrobe` a write acts once (commands), reads return 0. Unused offsets inside a block",
-           "read 0; addresses outside every block answer DECERR. Byte writes use the bus byte strobes.", ""]
+           "read 0; addresses outside every block answer DECERR. Byte writes use the bus byte strobes.",
+           "Some blocks end in an array of identical records (one per queue or vector): a second",
+           "table gives a record's layout, and the block's `count` register how many records this",
+           "build has.", ""]
     out += ["| block | type | version | window |", "|---|---|---|---|"]
     out += [f"| [{b['name']}](#{b['name']}) | `0x{b['type_id']:08x}` | `0x{b['version']:08x}` | "
             f"0x{b['window_bytes']:x} |" for b in m["blocks"]]
     for b in m["blocks"]:
         out += ["", f"## {b['name']}", "", b["doc"], "",
                 "| offset | register | access | reset | description |", "|---|---|---|---|---|"]
-        for r in b["regs"]:
-            rv = _reset(r)
-            reset = f"`0x{rv:x}`" if rv is not None else "—"
-            desc = r["doc"] + "".join(f" Bits {f['lsb'] + f['width'] - 1}:{f['lsb']} `{f['name']}`: {f['doc']}"
-                                      for f in r["fields"])
-            out.append(f"| `0x{r['offset']:02x}` | `{r['name']}` | {r['access']['kind']} | {reset} | {desc} |")
+        def rows(rs: list[dict]) -> None:
+            for r in rs:
+                rv = _reset(r)
+                reset = f"`0x{rv:x}`" if rv is not None else "—"
+                desc = r["doc"] + "".join(f" Bits {f['lsb'] + f['width'] - 1}:{f['lsb']} `{f['name']}`: {f['doc']}"
+                                          for f in r["fields"])
+                out.append(f"| `0x{r['offset']:02x}` | `{r['name']}` | {r['access']['kind']} | {reset} | {desc} |")
+        rows(b["regs"])
+        a = b.get("array")
+        if a is not None:
+            last = a["offset"] + (a["max_count"] - 1) * a["stride"]
+            out += ["", f"Records: {a['doc']} Record *k* (0 ≤ *k* < `count`, at most {a['max_count']}) is at block "
+                        f"offset `0x{a['offset']:02x} + k * 0x{a['stride']:02x}` (the last possible one at "
+                        f"`0x{last:x}`); records at or beyond `count` read 0 and ignore writes.", "",
+                    "| record offset | register | access | reset | description |", "|---|---|---|---|---|"]
+            rows(a["regs"])
     return "\n".join(out) + "\n"
 
 

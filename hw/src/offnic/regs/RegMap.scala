@@ -44,7 +44,216 @@ object RegMap {
     )
   )
 
+  // ------------------------------------------------------------------ queues (docs/queues.md)
+
+  private def ringBase(what: String): Seq[Reg] = Seq(
+    Reg("base_lo", 0x00, RW(0), s"$what ring base address, bits 31:0 (4 KiB aligned)."),
+    Reg("base_hi", 0x04, RW(0), s"$what ring base address, bits 63:32.")
+  )
+  private val logSize = Field("log_size", 0, 4, "The ring holds 2^log_size records (1..15).")
+  private def index(what: String) = Seq(Field("index", 0, 16, what))
+  private def enable(what: String) = Field("enable", 8, 1, what)
+
+  private def queues(name: String, typeId: Long, dir: String, tx: Boolean) = BlockType(
+    name, typeId, 0x00010000L,
+    s"$dir descriptor queues: one record per queue, rings of 16-byte descriptors in host memory " +
+      s"(docs/queues.md). $dir queue i completes into ${dir} completion queue i.",
+    Seq(
+      Reg("count", 0x0c, RO, s"Number of $dir queues this build has (records 0..count-1)."),
+      Reg("desc_cache", 0x10, RO, "Descriptors cached on chip per queue.")
+    ) ++ (if (tx) Seq(Reg("max_segs", 0x14, RO, "Most descriptors (MORE-chained segments) one TX packet may use.")) else Nil),
+    Some(RegArray(0x40, 64, 0x20,
+      ringBase("Descriptor") ++ Seq(
+        Reg("control", 0x08, RW(0), "Queue configuration; change base and log_size only while disabled.",
+          Seq(logSize, enable("Queue enabled; disabling it stops the queue and clears status.error.")) ++
+            (if (tx) Seq(Field("port", 16, 1, "Ethernet port the queue transmits on.")) else Nil)),
+        Reg("prod", 0x0c, RW(0), "Producer index, written by the host after it wrote descriptors (the doorbell).",
+          index("Free-running producer index.")),
+        Reg("cons", 0x10, RO, "Consumer index: descriptors the NIC has consumed.",
+          index("Free-running consumer index.")),
+        Reg("status", 0x14, RO, "Queue state.",
+          Seq(Field("error", 0, 1, "Descriptor fetch failed; cleared by disabling the queue."),
+            Field("fetching", 1, 1, "A descriptor fetch is in flight.")))
+      ),
+      s"One $dir queue: ring address, size, enable, producer and consumer indexes."))
+  )
+
+  val TxQueues = queues("tx_queues", 0x0ff10010L, "TX", tx = true)
+  val RxQueues = queues("rx_queues", 0x0ff10011L, "RX", tx = false)
+
+  private def cqs(name: String, typeId: Long, dir: String) = BlockType(
+    name, typeId, 0x00010000L,
+    s"$dir completion queues: one record per queue, rings of 16-byte completions the NIC writes, " +
+      "with per-queue interrupt moderation (docs/queues.md).",
+    Seq(Reg("count", 0x0c, RO, s"Number of $dir completion queues this build has (records 0..count-1).")),
+    Some(RegArray(0x40, 64, 0x20,
+      ringBase("Completion") ++ Seq(
+        Reg("control", 0x08, RW(0), "Queue configuration; change base and log_size only while disabled.",
+          Seq(logSize, enable("Queue enabled."), Field("eq", 16, 8, "Event queue this queue reports to."))),
+        Reg("cons", 0x0c, RW(0), "Consumer index, written by the host after it handled completions.",
+          index("Free-running consumer index.")),
+        Reg("arm", 0x10, WStrobe, "Write 1 to arm: the next completion (after moderation) writes an event.",
+          Seq(Field("arm", 0, 1, "Arm the queue."))),
+        Reg("prod", 0x14, RO, "Producer index: completions the NIC has written.",
+          index("Free-running producer index.")),
+        Reg("mod_count", 0x18, RW(1), "Moderation: completions that trigger an event (0 counts as 1).",
+          Seq(Field("count", 0, 16, "Completions per event."))),
+        Reg("mod_time_us", 0x1c, RW(0), "Moderation: microseconds a pending armed queue waits before its event (0: at once).",
+          Seq(Field("usecs", 0, 16, "Delay in microseconds.")))
+      ),
+      s"One $dir completion queue: ring address, size, event queue, indexes, arming and moderation."))
+  )
+
+  val TxCqs = cqs("tx_cqs", 0x0ff10012L, "TX")
+  val RxCqs = cqs("rx_cqs", 0x0ff10013L, "RX")
+
+  val Eqs = BlockType(
+    "eqs", 0x0ff10014L, 0x00010000L,
+    "Event queues: one record per queue, rings of 16-byte events; event queue k raises MSI-X vector k.",
+    Seq(
+      Reg("count", 0x0c, RO, "Number of event queues this build has (records 0..count-1)."),
+      Reg("overflows", 0x10, RO, "Events dropped because their event queue was full (wraps).")
+    ),
+    Some(RegArray(0x40, 16, 0x20,
+      ringBase("Event") ++ Seq(
+        Reg("control", 0x08, RW(0), "Queue configuration; change base and log_size only while disabled.",
+          Seq(logSize, enable("Queue enabled."))),
+        Reg("cons", 0x0c, RW(0), "Consumer index, written by the host after it handled events.",
+          index("Free-running consumer index.")),
+        Reg("arm", 0x10, WStrobe, "Write 1 to arm: the next event sends the queue's MSI-X vector.",
+          Seq(Field("arm", 0, 1, "Arm the queue."))),
+        Reg("prod", 0x14, RO, "Producer index: events the NIC has written.",
+          index("Free-running producer index."))
+      ),
+      "One event queue: ring address, size, indexes and arming."))
+  )
+
+  val Msix = BlockType(
+    "msix", 0x0ff10015L, 0x00010000L,
+    "The MSI-X table and pending bits; the table records have the PCI layout (the capability points here).",
+    Seq(
+      Reg("count", 0x0c, RO, "Number of MSI-X vectors this build has (records 0..count-1)."),
+      Reg("pending", 0x10, RO, "Pending bits (PBA): vector k in bit k, set while a masked vector has an interrupt to send.")
+    ),
+    Some(RegArray(0x40, 32, 0x10,
+      Seq(
+        Reg("addr_lo", 0x00, RW(0), "Message address, bits 31:0 (bits 1:0 are 0)."),
+        Reg("addr_hi", 0x04, RW(0), "Message address, bits 63:32."),
+        Reg("data", 0x08, RW(0), "Message data."),
+        Reg("control", 0x0c, RW(1), "Vector control.", Seq(Field("mask", 0, 1, "Vector masked: interrupts set its pending bit instead.")))
+      ),
+      "One MSI-X table entry (PCI layout)."))
+  )
+
+  // ------------------------------------------------------------------ ports, DMA, engines
+
+  private def ro(name: String, offset: Int, doc: String) = Reg(name, offset, RO, doc)
+
+  val EthPort = BlockType(
+    "eth_port", 0x0ff10020L, 0x00010000L,
+    "One Ethernet port (one block per port): MAC settings and frame counters (counters wrap).",
+    Seq(
+      ro("port", 0x0c, "Port number (0, 1, ...)."),
+      Reg("ifg", 0x10, RW(12), "Average inter-frame gap in bytes (12 is the standard minimum).",
+        Seq(Field("bytes", 0, 8, "Gap in bytes, 8..255."))),
+      Reg("max_frame_len", 0x14, RW(1518), "Longest frame received without counting it oversize, bytes with FCS.",
+        Seq(Field("bytes", 0, 16, "Length in bytes."))),
+      ro("speed_mbps", 0x18, "Line rate in Mb/s (10000 or 25000)."),
+      ro("tx_frames", 0x20, "Frames sent."),
+      ro("tx_bytes_lo", 0x24, "Bytes sent, bits 31:0."),
+      ro("tx_bytes_hi", 0x28, "Bytes sent, bits 63:32."),
+      ro("tx_errors", 0x2c, "Frames ended with an error (underrun or marked bad)."),
+      ro("rx_frames", 0x30, "Good frames received."),
+      ro("rx_bytes_lo", 0x34, "Bytes of good frames received, bits 31:0."),
+      ro("rx_bytes_hi", 0x38, "Bytes of good frames received, bits 63:32."),
+      ro("rx_fcs_errors", 0x3c, "Frames received with a bad FCS."),
+      ro("rx_runts", 0x40, "Frames received shorter than 64 bytes."),
+      ro("rx_oversize", 0x44, "Frames received longer than max_frame_len."),
+      ro("rx_xgmii_errors", 0x48, "Frames received with an XGMII error or bad control character."),
+      ro("rx_fifo_drops", 0x4c, "Received frames dropped because the port FIFO was full.")
+    )
+  )
+
+  val Dma = BlockType(
+    "dma", 0x0ff10021L, 0x00010000L,
+    "The PCIe DMA engine: negotiated sizes and request/error counters (counters wrap).",
+    Seq(
+      ro("max_payload", 0x0c, "Max payload size in bytes (from the PCIe configuration)."),
+      ro("max_read_req", 0x10, "Max read request size in bytes (from the PCIe configuration)."),
+      ro("rd_requests", 0x14, "Read request TLPs sent."),
+      ro("rd_completions", 0x18, "Read completion TLPs received."),
+      ro("rd_err_status", 0x1c, "Read completions with status UR or CA."),
+      ro("rd_err_poisoned", 0x20, "Read completions that were poisoned."),
+      ro("rd_err_timeout", 0x24, "Read requests that timed out."),
+      ro("rd_err_malformed", 0x28, "Read completions that were malformed."),
+      ro("rd_unexpected", 0x2c, "Read completions for unknown tags (dropped)."),
+      ro("rd_done", 0x30, "Read descriptors completed."),
+      ro("rd_done_error", 0x34, "Read descriptors completed with an error."),
+      ro("wr_requests", 0x38, "Write request TLPs sent."),
+      ro("wr_done", 0x3c, "Write descriptors completed."),
+      ro("wr_done_error", 0x40, "Write descriptors completed with an error.")
+    )
+  )
+
+  val TxEngine = BlockType(
+    "tx_engine", 0x0ff10022L, 0x00010000L,
+    "The transmit engine: packets sent from the TX queues and what went wrong (counters wrap).",
+    Seq(
+      ro("packets", 0x0c, "Packets sent."),
+      ro("bytes_lo", 0x10, "Bytes sent, bits 31:0."),
+      ro("bytes_hi", 0x14, "Bytes sent, bits 63:32."),
+      ro("dma_errors", 0x18, "Packets completed DMA_ERROR (a read of their bytes failed)."),
+      ro("bad_desc", 0x1c, "Packets completed BAD_DESC."),
+      ro("csum_bad_cmd", 0x20, "Checksum requests pointing past the frame (sent without a checksum)."),
+      ro("csum_drop_oversize", 0x24, "Frames dropped by the checksum offload as too long for its buffer."),
+      ro("desc_fetch_errors", 0x28, "Descriptor fetches that failed (the queue stops)."),
+      ro("max_frame", 0x2c, "Largest TX frame accepted, bytes.")
+    )
+  )
+
+  val RxEngine = BlockType(
+    "rx_engine", 0x0ff10023L, 0x00010000L,
+    "The receive engine: frames written to the RX queues and why others were dropped (counters wrap).",
+    Seq(
+      Reg("csum_start", 0x0c, RW(14), "First frame byte of the RX completion's checksum (CHECKSUM_COMPLETE).",
+        Seq(Field("start", 0, 16, "Byte offset (14: after the Ethernet header)."))),
+      Reg("default_queue", 0x10, RW(0), "The RX queue of each port's frames when RSS is off.",
+        Seq(Field("port0", 0, 8, "Queue for port 0."), Field("port1", 8, 8, "Queue for port 1."))),
+      ro("packets", 0x14, "Frames written to RX queues."),
+      ro("bytes_lo", 0x18, "Bytes written to RX queues, bits 31:0."),
+      ro("bytes_hi", 0x1c, "Bytes written to RX queues, bits 63:32."),
+      ro("drop_disabled", 0x20, "Frames dropped: their queue was disabled."),
+      ro("drop_no_desc", 0x24, "Frames dropped: their queue had no descriptor."),
+      ro("drop_cq_full", 0x28, "Frames dropped: their completion queue was full."),
+      ro("too_long", 0x2c, "Frames longer than their buffer (completed TOO_LONG)."),
+      ro("dma_errors", 0x30, "Frame writes that failed."),
+      ro("desc_fetch_errors", 0x34, "Descriptor fetches that failed (the queue stops).")
+    )
+  )
+
+  /** Microsoft's RSS verification key, the reset value of rss.key_*. */
+  val RssDefaultKey: Seq[Int] =
+    "6d5a56da255b0ec24167253d43a38fb0d0ca2bcbae7b30b477cb2da38030f20c6a42b73bbeac01fa".grouped(2).map(Integer.parseInt(_, 16)).toSeq
+
+  val Rss = BlockType(
+    "rss", 0x0ff10024L, 0x00010000L,
+    "Receive-side scaling: which headers are hashed, the Toeplitz key and the indirection table.",
+    Seq(
+      Reg("control", 0x0c, RW(0x1f), "What RSS hashes.",
+        Seq(Field("enable", 0, 1, "RSS on (off: rx_engine.default_queue)."), Field("ipv4", 1, 1, "Hash IPv4."),
+          Field("ipv6", 2, 1, "Hash IPv6."), Field("tcp", 3, 1, "Include TCP ports."), Field("udp", 4, 1, "Include UDP ports."))),
+      ro("table_size", 0x10, "Indirection table entries."),
+      Reg("indir_write", 0x14, WStrobe, "Writes one indirection-table entry.",
+        Seq(Field("index", 0, 16, "Table entry."), Field("queue", 16, 8, "RX queue for the entry.")))
+    ) ++ (0 until 10).map { k =>
+      Reg(s"key_$k", 0x20 + 4 * k,
+        RW(RssDefaultKey.slice(4 * k, 4 * k + 4).foldLeft(BigInt(0))((acc, b) => (acc << 8) | b)),
+        s"Toeplitz key bytes ${4 * k}..${4 * k + 3}, byte ${4 * k} in bits 31:24.")
+    }
+  )
+
   /** Every block type, in the order the documentation lists them. */
-  val blocks: Seq[BlockType] = Seq(DeviceId, Clock, BarAccess)
+  val blocks: Seq[BlockType] = Seq(DeviceId, Clock, BarAccess, TxQueues, RxQueues, TxCqs, RxCqs, Eqs, Msix,
+    EthPort, Dma, TxEngine, RxEngine, Rss)
   require(blocks.map(_.typeId).distinct.size == blocks.size, "two block types share a type id")
 }

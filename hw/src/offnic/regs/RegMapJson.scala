@@ -25,9 +25,17 @@ object RegMapJson {
     s"""{"name": ${q(r.name)}, "offset": ${r.offset}, "access": ${access(r.access)}, "doc": ${q(r.doc)}, """ +
       s""""fields": [${r.fields.map(field).mkString(", ")}]}"""
 
+  private def array(a: Option[RegArray]): String = a match {
+    case None => "null"
+    case Some(a) =>
+      s"""{"offset": ${a.offset}, "max_count": ${a.maxCount}, "stride": ${a.stride}, "doc": ${q(a.doc)},\n""" +
+        s"""    "regs": [\n    ${a.regs.map(reg).mkString(",\n    ")}]}"""
+  }
+
   private def block(b: BlockType): String =
     s"""  {"name": ${q(b.name)}, "type_id": ${b.typeId}, "version": ${b.version}, "doc": ${q(b.doc)}, """ +
-      s""""window_bytes": ${b.windowBytes},\n   "regs": [\n    ${b.regs.map(reg).mkString(",\n    ")}]}"""
+      s""""window_bytes": ${b.windowBytes},\n   "regs": [\n    ${b.regs.map(reg).mkString(",\n    ")}],\n""" +
+      s"""   "array": ${array(b.array)}}"""
 
   def render(blocks: Seq[BlockType]): String =
     s"""{"header_bytes": ${BlockType.HeaderBytes}, "blocks": [\n${blocks.map(block).mkString(",\n")}\n]}\n"""
