@@ -55,7 +55,7 @@ class PcieTB:
 async def enumerate_and_discover(dut):
     tb = PcieTB(dut)
     await tb.init()
-    assert set(tb.blocks) == {"device_id", "clock", "bar_access"}
+    assert {"device_id", "clock", "bar_access"} <= set(tb.blocks)
     dev = tb.blocks["device_id"][0]
     assert dev.base == 0
     assert await dev.read("board_id") == 1

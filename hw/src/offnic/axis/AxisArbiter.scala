@@ -46,7 +46,8 @@ class AxisArbiter(val p: AxisParams, val ports: Int, val mode: ArbiterMode, val 
     case ArbiterMode.Priority => PriorityEncoder(waiting)
     case ArbiterMode.RoundRobin =>
       // Inputs after the last one served first, then wrap around.
-      val after = waiting & ~((1.U(ports.W) << (lastServed +& 1.U)) - 1.U)(ports - 1, 0)
+      val upTo = VecInit((0 until ports).map(k => ((BigInt(1) << (k + 1)) - 1).U(ports.W)))(lastServed)
+      val after = waiting & ~upTo
       Mux(after.orR, PriorityEncoder(after), PriorityEncoder(waiting))
   }
   private val grant = Mux(midFrame, owner, pick)

@@ -1,39 +1,329 @@
 package offnic.nic
 
 import chisel3._
+import chisel3.util._
 import offnic.{Elaboratable, Params}
-import offnic.pcie.{BarRegAccess, PcieStreamIO, PcieUs}
+import offnic.eth.EthPort
+import offnic.offload.TxChecksum
+import offnic.pcie._
 import offnic.regs._
 
-/** The NIC core as it stands: the UltraScale+ PCIe hard IP's user interface on one side
-  * (clock and reset are the IP's user_clk/user_reset, 250 MHz), and behind BAR0 the
-  * register chain. Each issue adds its part here (DMA on RQ/RC, queues, ports, offloads).
+/** The NIC core: the UltraScale+ PCIe hard IP's user interface on one side (clock and reset
+  * are the IP's user_clk/user_reset, 250 MHz), two Ethernet ports (XGMII, each in its own
+  * MAC clock domain) on the other.
+  *
+  *   CQ/CC  -> BarRegAccess -> register chain (every block in RegMap that this core has)
+  *   RQ/RC <-> DmaEngine <-> NIC RAMs (TX RAM per port, RX RAM, descriptor RAMs, completion RAM)
+  *   TX: DescFetch -> TxEngine -> TxChecksum (per port) -> EthPort -> XGMII
+  *   RX: XGMII -> EthPort -> RxEngine (RxChecksum, RssHash, RX RAM) -> DMA write
+  *   CplWriter: completions, events and MSI-X writes to the host
+  *
+  * docs/queues.md is the host's view; ARCHITECTURE.md draws the data path.
   */
-class Nic(val c: DeviceRegsParams) extends Module {
+class Nic(val c: DeviceRegsParams, val p: NicParams, val portMbps: Seq[Int]) extends Module {
   import PcieUs._
+  import NicParams._
+
   val s_axis_cq = IO(Flipped(new PcieStreamIO(DataBits, CqUserBits)))
   val m_axis_cc = IO(new PcieStreamIO(DataBits, CcUserBits))
+  val m_axis_rq = IO(new PcieStreamIO(DataBits, RqUserBits))
+  val s_axis_rc = IO(Flipped(new PcieStreamIO(DataBits, RcUserBits)))
+  val cfg_max_payload = IO(Input(UInt(3.W)))
+  val cfg_max_read_req = IO(Input(UInt(3.W)))
+  val port_mac_clk = IO(Input(Vec(2, Clock())))
+  val port_mac_rst = IO(Input(Vec(2, Bool())))
+  val port_xgmii_txd = IO(Output(Vec(2, UInt(64.W))))
+  val port_xgmii_txc = IO(Output(Vec(2, UInt(8.W))))
+  val port_xgmii_rxd = IO(Input(Vec(2, UInt(64.W))))
+  val port_xgmii_rxc = IO(Input(Vec(2, UInt(8.W))))
 
+  // ---- Registers
   private val bar = Module(new BarRegAccess(c.addrBits))
   bar.s_axis_cq <> s_axis_cq
   m_axis_cc <> bar.m_axis_cc
 
-  private val types = Seq(RegMap.DeviceId, RegMap.Clock, RegMap.BarAccess)
-  private val blocks = types.zip(RegBus.layout(types)).map { case (t, (base, next)) =>
-    Module(new RegBlock(t, base, next, c.addrBits))
+  private val chain: Seq[(BlockType, Int)] = Seq(
+    RegMap.DeviceId -> 0, RegMap.Clock -> 0, RegMap.BarAccess -> 0, RegMap.Dma -> 0,
+    RegMap.TxQueues -> p.txQueues, RegMap.RxQueues -> p.rxQueues, RegMap.TxCqs -> p.txQueues,
+    RegMap.RxCqs -> p.rxQueues, RegMap.Eqs -> p.eqs, RegMap.Msix -> p.eqs, RegMap.TxEngine -> 0,
+    RegMap.RxEngine -> 0, RegMap.Rss -> 0, RegMap.EthPort -> 0, RegMap.EthPort -> 0)
+  private val blocks = chain.zip(RegBus.layout(chain.map(_._1))).map { case ((t, n), (base, next)) =>
+    Module(new RegBlock(t, base, next, c.addrBits, n))
   }
   private val bridge = Module(new AxilRegBridge(c.addrBits))
   bridge.s_axil <> bar.m_axil
   RegBus.fanOut(bridge.reg, blocks.map(_.bus))
+  private val Seq(devB, clkB, barB, dmaB, txqB, rxqB, txcqB, rxcqB, eqB, msixB, txeB, rxeB, rssB, port0B, port1B) = blocks
 
-  DeviceRegs.driveDeviceId(blocks(0).hw, c)
-  DeviceRegs.driveClock(blocks(1).hw, c)
-  private val barStats = blocks(2).hw
-  barStats.value("unsupported") := StatCounter(bar.stat_unsupported)
-  barStats.value("read_errors") := StatCounter(bar.stat_read_error)
-  barStats.value("write_errors") := StatCounter(bar.stat_write_error)
+  DeviceRegs.driveDeviceId(devB.hw, c)
+  DeviceRegs.driveClock(clkB.hw, c)
+  barB.hw.value("unsupported") := StatCounter(bar.stat_unsupported)
+  barB.hw.value("read_errors") := StatCounter(bar.stat_read_error)
+  barB.hw.value("write_errors") := StatCounter(bar.stat_write_error)
+
+  // ---- DMA engine and the RAMs behind it
+  private val dma = Module(new DmaEngine(p.dma))
+  m_axis_rq <> dma.m_axis_rq
+  dma.s_axis_rc <> s_axis_rc
+  dma.cfg_max_payload := cfg_max_payload
+  dma.cfg_max_read_req := cfg_max_read_req
+
+  private val txRam = Seq.fill(2)(Module(new DmaRam(16, 2)))
+  private val rxRam = Module(new DmaRam(16, 2))
+  private val cplRam = Module(new DmaRam(log2Ceil(p.cplSlots) + 4, 2))
+  private val txDescRam = Module(new DmaRam(12, 1))
+  private val rxDescRam = Module(new DmaRam(12, 1))
+
+  // DMA reads land by region (address bits 17:16; bit 15 splits the descriptor region).
+  private val wr = dma.ram_wr
+  private val wrRegion = wr.addr(12, 11)
+  private def landIn(ram: DmaRamWrite, hit: Bool): Unit = {
+    ram.en := wr.en && hit
+    ram.addr := wr.addr(ram.addr.getWidth - 1, 0)
+    ram.data := wr.data
+    ram.strb := wr.strb
+  }
+  landIn(txRam(0).wr, wrRegion === 0.U)
+  landIn(txRam(1).wr, wrRegion === 1.U)
+  landIn(txDescRam.wr, wrRegion === 2.U && !wr.addr(10))
+  landIn(rxDescRam.wr, wrRegion === 2.U && wr.addr(10))
+
+  // DMA writes take their bytes from the RX RAM (region 0) or the completion RAM (region 2).
+  private val rd = dma.ram_rd
+  private val rdCpl = rd.addr(12, 11) === 2.U
+  rxRam.rd.en := rd.en && !rdCpl
+  rxRam.rd.addr := rd.addr(10, 0)
+  cplRam.rd.en := rd.en && rdCpl
+  cplRam.rd.addr := rd.addr(cplRam.rd.addr.getWidth - 1, 0)
+  rd.data := Mux(ShiftRegister(rdCpl, p.dma.ramReadLatency), cplRam.rd.data, rxRam.rd.data)
+
+  // ---- Queue registers
+  private def u64(lo: UInt, hi: UInt): UInt = Cat(hi, lo)
+  private def queueCfg(b: RegBlock, i: Int, port: Boolean): QueueCfg = {
+    val e = b.entries(i)
+    val w = Wire(new QueueCfg)
+    w.base := u64(e.value("base_lo"), e.value("base_hi"))
+    w.logSize := e.value("control")(3, 0)
+    w.enable := e.value("control")(8)
+    w.prod := e.value("prod")(15, 0)
+    w
+  }
+  private val txFetch = Module(new DescFetch(p.txQueues, p.descCache, DescRamBase, 0x80, RamAddrBits))
+  private val rxFetch = Module(new DescFetch(p.rxQueues, p.descCache, DescRamBase + 0x8000, 0xa0, RamAddrBits))
+  for (i <- 0 until p.txQueues) {
+    txFetch.cfg(i) := queueCfg(txqB, i, true)
+    txqB.entries(i).value("cons") := txFetch.cons(i)
+    txqB.entries(i).value("status") := Cat(txFetch.fetching(i), txFetch.error(i))
+  }
+  for (i <- 0 until p.rxQueues) {
+    rxFetch.cfg(i) := queueCfg(rxqB, i, false)
+    rxqB.entries(i).value("cons") := rxFetch.cons(i)
+    rxqB.entries(i).value("status") := Cat(rxFetch.fetching(i), rxFetch.error(i))
+  }
+  txqB.hw.value("desc_cache") := p.descCache.U
+  txqB.hw.value("max_segs") := p.maxSegs.U
+  rxqB.hw.value("desc_cache") := p.descCache.U
+
+  // ---- Completion writer
+  private val cpl = Module(new CplWriter(p))
+  private val cqBlocks = Seq.tabulate(p.txQueues)(i => (txcqB, i)) ++ Seq.tabulate(p.rxQueues)(i => (rxcqB, i))
+  for (((b, i), k) <- cqBlocks.zipWithIndex) {
+    val e = b.entries(i)
+    cpl.cq(k).base := u64(e.value("base_lo"), e.value("base_hi"))
+    cpl.cq(k).logSize := e.value("control")(3, 0)
+    cpl.cq(k).enable := e.value("control")(8)
+    cpl.cq(k).eq := e.value("control")(23, 16)
+    cpl.cq(k).cons := e.value("cons")(15, 0)
+    cpl.cq(k).modCount := e.value("mod_count")(15, 0)
+    cpl.cq(k).modTimeUs := e.value("mod_time_us")(15, 0)
+    cpl.cq(k).arm := e.strobe("arm").valid && e.strobe("arm").bits(0)
+    e.value("prod") := cpl.cq_prod(k)
+  }
+  for (k <- 0 until p.eqs) {
+    val e = eqB.entries(k)
+    cpl.eq(k).base := u64(e.value("base_lo"), e.value("base_hi"))
+    cpl.eq(k).logSize := e.value("control")(3, 0)
+    cpl.eq(k).enable := e.value("control")(8)
+    cpl.eq(k).cons := e.value("cons")(15, 0)
+    cpl.eq(k).arm := e.strobe("arm").valid && e.strobe("arm").bits(0)
+    e.value("prod") := cpl.eq_prod(k)
+    val m = msixB.entries(k)
+    cpl.msix(k).addr := u64(m.value("addr_lo"), m.value("addr_hi"))
+    cpl.msix(k).data := m.value("data")
+    cpl.msix(k).mask := m.value("control")(0)
+  }
+  eqB.hw.value("overflows") := cpl.eq_overflows
+  msixB.hw.value("pending") := cpl.msix_pending
+  cplRam.wr <> cpl.ram_wr
+
+  // ---- TX
+  private val tx = Module(new TxEngine(p))
+  tx.cfg := txFetch.cfg
+  for (i <- 0 until p.txQueues) tx.cfg_port(i) := txqB.entries(i).value("control")(16)
+  tx.avail := txFetch.avail
+  tx.q_error := txFetch.error
+  tx.q_cons := txFetch.cons
+  txFetch.consume := tx.consume
+  txFetch.busy := tx.busy
+  txDescRam.rd <> tx.desc_rd
+  tx.cq_room := VecInit(cpl.room.take(p.txQueues))
+  cpl.reserve(0) := tx.reserve
+  for (pt <- 0 until 2) txRam(pt).rd <> tx.ram_rd(pt)
+
+  // ---- RX
+  private val rx = Module(new RxEngine(p))
+  rx.cfg := rxFetch.cfg
+  rx.avail := rxFetch.avail
+  rx.q_error := rxFetch.error
+  rx.q_cons := rxFetch.cons
+  rxFetch.consume := rx.consume
+  rxFetch.busy := rx.busy
+  rxDescRam.rd <> rx.desc_rd
+  rx.cq_room := VecInit(cpl.room.drop(p.txQueues))
+  cpl.reserve(1) := rx.reserve
+  rxRam.wr <> rx.ram_wr
+  rx.cfg_csum_start := rxeB.hw.value("csum_start")(15, 0)
+  rx.cfg_default_queue(0) := rxeB.hw.value("default_queue")(7, 0)
+  rx.cfg_default_queue(1) := rxeB.hw.value("default_queue")(15, 8)
+  private val rssCtl = rssB.hw.value("control")
+  rx.cfg_rss.enable := rssCtl(0)
+  rx.cfg_rss.ipv4 := rssCtl(1)
+  rx.cfg_rss.ipv6 := rssCtl(2)
+  rx.cfg_rss.tcp := rssCtl(3)
+  rx.cfg_rss.udp := rssCtl(4)
+  rx.cfg_rss.key := Cat((0 until 10).map(k => rssB.hw.value(s"key_$k")))
+  private val indir = rssB.hw.strobe("indir_write")
+  rx.cfg_rss.indirWrite.valid := indir.valid
+  rx.cfg_rss.indirWrite.bits.index := indir.bits(15, 0)
+  rx.cfg_rss.indirWrite.bits.queue := indir.bits(23, 16)
+  rssB.hw.value("table_size") := 128.U
+
+  // ---- DMA request arbitration and status routing
+  private val rdArb = Module(new RRArbiter(new DmaDesc(RamAddrBits), 3))
+  rdArb.io.in(0) <> tx.m_rd_desc
+  rdArb.io.in(1) <> txFetch.m_rd_desc
+  rdArb.io.in(2) <> rxFetch.m_rd_desc
+  dma.s_rd_desc <> rdArb.io.out
+  private val rs = dma.m_rd_status
+  rs.ready := true.B
+  private val rsKind = rs.bits.tag(7, 6)
+  for (pt <- 0 until 2) {
+    tx.s_rd_status(pt).valid := rs.valid && rsKind === pt.U
+    tx.s_rd_status(pt).bits.slot := rs.bits.tag(4, 0)
+    tx.s_rd_status(pt).bits.error := rs.bits.error
+  }
+  txFetch.s_rd_status.valid := rs.valid && rsKind === TagDesc.U && !rs.bits.tag(5)
+  txFetch.s_rd_status.bits := rs.bits
+  rxFetch.s_rd_status.valid := rs.valid && rsKind === TagDesc.U && rs.bits.tag(5)
+  rxFetch.s_rd_status.bits := rs.bits
+
+  private val wrArb = Module(new RRArbiter(new DmaDesc(RamAddrBits), 2))
+  wrArb.io.in(0) <> rx.m_wr_desc
+  wrArb.io.in(1) <> cpl.m_wr_desc
+  dma.s_wr_desc <> wrArb.io.out
+  private val ws = dma.m_wr_status
+  ws.ready := true.B
+  rx.s_wr_status.valid := ws.valid && ws.bits.tag === 0.U
+  rx.s_wr_status.bits := ws.bits
+  cpl.s_wr_status.valid := ws.valid && ws.bits.tag === 0x80.U
+  cpl.s_wr_status.bits := ws.bits
+
+  private val cplArb = Module(new RRArbiter(new CplReq(p.queueBits), 2))
+  cplArb.io.in(0) <> tx.m_cpl
+  cplArb.io.in(1) <> rx.m_cpl
+  cpl.s_req <> cplArb.io.out
+
+  // ---- Ports
+  private val csumBad = Wire(Vec(2, Bool()))
+  private val csumDrop = Wire(Vec(2, Bool()))
+  private val portB = Seq(port0B, port1B)
+  for (pt <- 0 until 2) {
+    val txc = Module(new TxChecksum(32, 512, 32))
+    txc.s_axis <> tx.m_axis(pt)
+    csumBad(pt) := txc.stat_tx_csum_bad_cmd
+    csumDrop(pt) := txc.stat_tx_csum_drop_oversize
+    val port = Module(new EthPort(maxFrameLen = p.maxRxFrame))
+    port.mac_clk := port_mac_clk(pt)
+    port.mac_rst := port_mac_rst(pt)
+    port.s_axis <> txc.m_axis
+    rx.s_axis(pt) <> port.m_axis
+    port_xgmii_txd(pt) := port.xgmii_txd
+    port_xgmii_txc(pt) := port.xgmii_txc
+    port.xgmii_rxd := port_xgmii_rxd(pt)
+    port.xgmii_rxc := port_xgmii_rxc(pt)
+    val b = portB(pt).hw
+    port.cfg_ifg := b.value("ifg")(7, 0)
+    port.cfg_max_frame_len := b.value("max_frame_len")(15, 0)
+    val s = port.stats
+    b.value("port") := pt.U
+    b.value("speed_mbps") := portMbps(pt).U
+    b.value("tx_frames") := s.tx_frames
+    b.value("tx_bytes_lo") := s.tx_bytes(31, 0)
+    b.value("tx_bytes_hi") := s.tx_bytes(63, 32)
+    b.value("tx_errors") := s.tx_errors
+    b.value("rx_frames") := s.rx_frames
+    b.value("rx_bytes_lo") := s.rx_bytes(31, 0)
+    b.value("rx_bytes_hi") := s.rx_bytes(63, 32)
+    b.value("rx_fcs_errors") := s.rx_fcs_errors
+    b.value("rx_runts") := s.rx_runts
+    b.value("rx_oversize") := s.rx_oversize
+    b.value("rx_xgmii_errors") := s.rx_xgmii_errors
+    b.value("rx_fifo_drops") := s.rx_fifo_drops
+  }
+
+  // ---- Statistics
+  private def bytes(b: RegBlock, lo: String, hi: String, ev: Seq[Valid[UInt]]): Unit = {
+    val total = RegInit(0.U(64.W))
+    total := total + ev.map(e => Mux(e.valid, e.bits, 0.U)).reduce(_ +& _)
+    b.hw.value(lo) := total(31, 0)
+    b.hw.value(hi) := total(63, 32)
+  }
+  private def count(evs: Bool*): UInt = {
+    val n = RegInit(0.U(32.W))
+    n := n + PopCount(evs)
+    n
+  }
+  private val sr = dma.stat_rd
+  private val sw = dma.stat_wr
+  dmaB.hw.value("max_payload") := (128.U(13.W) << cfg_max_payload)
+  dmaB.hw.value("max_read_req") := (128.U(13.W) << cfg_max_read_req)
+  dmaB.hw.value("rd_requests") := StatCounter(sr.req)
+  dmaB.hw.value("rd_completions") := StatCounter(sr.cpl)
+  dmaB.hw.value("rd_err_status") := StatCounter(sr.err_status)
+  dmaB.hw.value("rd_err_poisoned") := StatCounter(sr.err_poisoned)
+  dmaB.hw.value("rd_err_timeout") := StatCounter(sr.err_timeout)
+  dmaB.hw.value("rd_err_malformed") := StatCounter(sr.err_malformed)
+  dmaB.hw.value("rd_unexpected") := StatCounter(sr.unexpected)
+  dmaB.hw.value("rd_done") := StatCounter(sr.done)
+  dmaB.hw.value("rd_done_error") := StatCounter(sr.done_error)
+  dmaB.hw.value("wr_requests") := StatCounter(sw.req)
+  dmaB.hw.value("wr_done") := StatCounter(sw.done)
+  dmaB.hw.value("wr_done_error") := StatCounter(sw.done_error)
+
+  txeB.hw.value("packets") := count(tx.stat_packet(0).valid, tx.stat_packet(1).valid)
+  bytes(txeB, "bytes_lo", "bytes_hi", tx.stat_packet)
+  txeB.hw.value("dma_errors") := StatCounter(tx.stat_dma_error)
+  txeB.hw.value("bad_desc") := StatCounter(tx.stat_bad_desc)
+  txeB.hw.value("csum_bad_cmd") := count(csumBad: _*)
+  txeB.hw.value("csum_drop_oversize") := count(csumDrop: _*)
+  txeB.hw.value("desc_fetch_errors") := StatCounter(txFetch.stat_error)
+  txeB.hw.value("max_frame") := p.maxTxFrame.U
+
+  rxeB.hw.value("packets") := StatCounter(rx.stat_packet.valid)
+  bytes(rxeB, "bytes_lo", "bytes_hi", Seq(rx.stat_packet))
+  rxeB.hw.value("drop_disabled") := StatCounter(rx.stat_drop_disabled)
+  rxeB.hw.value("drop_no_desc") := StatCounter(rx.stat_drop_no_desc)
+  rxeB.hw.value("drop_cq_full") := StatCounter(rx.stat_drop_cq_full)
+  rxeB.hw.value("too_long") := StatCounter(rx.stat_too_long)
+  rxeB.hw.value("dma_errors") := StatCounter(rx.stat_dma_error)
+  rxeB.hw.value("desc_fetch_errors") := StatCounter(rxFetch.stat_error)
 }
 
 object Nic extends Elaboratable {
-  def generate(p: Params): RawModule = new Nic(DeviceRegs.params(p))
+  def generate(p: Params): RawModule = {
+    val c = DeviceRegs.params(p)
+    val np = NicParams.from(p)
+    val mbps = Seq(p.int("port0_mbps", 25000), p.int("port1_mbps", 25000))
+    new Nic(c, np, mbps)
+  }
 }

@@ -1,0 +1,88 @@
+package offnic.nic
+
+import chisel3.util.{isPow2, log2Ceil}
+import offnic.Params
+import offnic.pcie.DmaParams
+
+/** Sizes of the NIC core (docs/queues.md describes what the host sees).
+  *
+  * @param txQueues    TX queues (and TX completion queues), a power of two
+  * @param rxQueues    RX queues (and RX completion queues), a power of two
+  * @param eqs         event queues = MSI-X vectors
+  * @param descCache   descriptors held on chip per queue (a power of two)
+  * @param maxSegs     descriptors one TX packet may chain
+  * @param maxTxFrame  largest TX frame in bytes
+  * @param maxRxFrame  largest RX frame the RX buffer reserves room for (the ports' max
+  *                    frame length register must not exceed it; longer frames are dropped)
+  * @param ports       Ethernet ports (2)
+  * @param cplSlots    completion/event/interrupt records in flight to the host
+  * @param usCycles    core cycles per microsecond (250 at 250 MHz), for moderation timers
+  */
+case class NicParams(
+    txQueues: Int = 8,
+    rxQueues: Int = 8,
+    eqs: Int = 4,
+    descCache: Int = 32,
+    maxSegs: Int = 16,
+    maxTxFrame: Int = 9216,
+    maxRxFrame: Int = 9216,
+    ports: Int = 2,
+    cplSlots: Int = 64,
+    usCycles: Int = 250,
+    coreFreqKhz: Int = 250000,
+    dma: DmaParams = DmaParams(ramAddrBits = NicParams.RamAddrBits)
+) {
+  require(isPow2(txQueues) && txQueues >= 2 && txQueues <= 32, "txQueues: a power of two, 2..32")
+  require(isPow2(rxQueues) && rxQueues >= 2 && rxQueues <= 32, "rxQueues: a power of two, 2..32")
+  require(eqs >= 1 && eqs <= 16, "eqs 1..16")
+  require(isPow2(descCache) && descCache >= 4 && descCache <= 64, "descCache: a power of two, 4..64")
+  require(maxSegs >= 1 && maxSegs <= descCache, "maxSegs 1..descCache")
+  require(ports == 2, "the NIC core has two ports")
+  require(maxTxFrame >= 64 && maxTxFrame <= 16384 && maxTxFrame % 32 == 0, "maxTxFrame 64..16384, a multiple of 32")
+  require(maxRxFrame >= 64 && maxRxFrame <= 16384 && maxRxFrame % 32 == 0, "maxRxFrame 64..16384, a multiple of 32")
+  require(isPow2(cplSlots) && cplSlots >= 4 && cplSlots <= 128, "cplSlots: a power of two, 4..128")
+  require(dma.ramAddrBits == NicParams.RamAddrBits, "the NIC's DMA RAM map has 18 address bits")
+  def queueBits: Int = log2Ceil(math.max(txQueues, rxQueues))
+  def cqs: Int = txQueues + rxQueues
+}
+
+object NicParams {
+  /** The DMA engine's RAM address map (byte addresses, 18 bits):
+    *   DMA reads land in:      0x00000 TX RAM port 0, 0x10000 TX RAM port 1, 0x20000 descriptor RAM
+    *   DMA writes source from: 0x00000 RX RAM,                               0x20000 completion RAM */
+  val RamAddrBits = 18
+  val RegionBytes = 1 << 16
+  val TxRamBase = Seq(0x00000, 0x10000)
+  val DescRamBase = 0x20000
+  val RxRamBase = 0x00000
+  val CplRamBase = 0x20000
+
+  /** DMA read tags: bits 7:6 say who asked. */
+  val TagTxPort0 = 0
+  val TagTxPort1 = 1
+  val TagDesc = 2
+  /** DMA write tags: bit 7 says who asked (0 RX data, 1 completion writer). */
+
+  def from(p: Params): NicParams = {
+    val d = NicParams()
+    NicParams(
+      txQueues = p.int("tx_queues", d.txQueues),
+      rxQueues = p.int("rx_queues", d.rxQueues),
+      eqs = p.int("eqs", d.eqs),
+      descCache = p.int("desc_cache", d.descCache),
+      maxSegs = p.int("max_segs", d.maxSegs),
+      maxTxFrame = p.int("max_tx_frame", d.maxTxFrame),
+      maxRxFrame = p.int("max_rx_frame", d.maxRxFrame),
+      cplSlots = p.int("cpl_slots", d.cplSlots),
+      usCycles = p.int("us_cycles", d.usCycles),
+      coreFreqKhz = p.int("core_freq_khz", d.coreFreqKhz),
+      dma = DmaParams(
+        ramAddrBits = RamAddrBits,
+        tags = p.int("tags", 32),
+        descSlots = p.int("desc_slots", 32),
+        cplTimeoutCycles = p.int("cpl_timeout_cycles", 12500),
+        ramReadLatency = 2
+      )
+    )
+  }
+}

@@ -1,0 +1,366 @@
+package offnic.nic
+
+import chisel3._
+import chisel3.util._
+import offnic.axis.{AxisIO, AxisParams}
+import offnic.offload.TxChecksum
+import offnic.pcie.{DmaDesc, DmaRamRead, DmaStatus}
+
+/** A TX packet waiting in a port's TX RAM (or failed before it got there). */
+class TxPacket(queueBits: Int) extends Bundle {
+  val queue = UInt(queueBits.W)
+  val index = UInt(16.W)
+  val len = UInt(16.W)
+  val start = UInt(16.W)
+  val status = UInt(8.W)
+  /** TxChecksumCmd bits: offset, start, enable */
+  val csum = UInt(TxChecksum.CmdWidth.W)
+}
+
+/** The transmit side: takes packets from the TX queues' descriptor caches, reads their bytes
+  * from host memory into the port's TX RAM, and sends them in order on the port, then
+  * asks for their completions.
+  *
+  * Scheduler (shared by both ports, one packet at a time): round robin over queues that are
+  * enabled, have cached descriptors, room in their completion queue and a free packet slot
+  * on their port. It reads the packet's descriptor chain (one descriptor per cycle), then
+  * allocates the frame contiguously in the port's TX RAM (a ring of bytes; a frame that does
+  * not fit before the end starts again at 0), consumes the descriptors, reserves the
+  * completion and issues one DMA read per segment, tagged with the packet's slot. A chain
+  * that is not wholly cached yet, or a frame that does not fit in the RAM yet, is left for
+  * later (the queue waits until its cache grows or the port frees space). Bad packets
+  * (unknown opcode, more than `maxSegs` segments, length 0 or above `maxTxFrame`) take a slot
+  * without RAM and complete with BAD_DESC, in order with the others.
+  *
+  * Per port, in slot order: when every read of the head packet is done, its bytes stream
+  * from the TX RAM (two-cycle reads into a four-beat queue) to `m_axis` with the checksum
+  * command in `tuser`, or, if a read failed, nothing is sent and it completes with
+  * DMA_ERROR.
+  */
+class TxEngine(val p: NicParams) extends Module {
+  import NicParams._
+  private val nq = p.txQueues
+  private val qb = log2Ceil(nq)
+  private val cb = log2Ceil(p.cqs)
+  private val slots = 32
+  private val sb = log2Ceil(slots)
+  private val ramBytes = RegionBytes
+  private val segW = log2Ceil(p.maxSegs + 1)
+  private val segIx = log2Ceil(p.maxSegs).max(1)
+  private val availW = log2Ceil(p.descCache) + 1
+  val axisP: AxisParams = AxisParams(32, userWidth = TxChecksum.CmdWidth)
+
+  val cfg = IO(Input(Vec(nq, new QueueCfg)))
+  val cfg_port = IO(Input(Vec(nq, UInt(1.W))))
+  val avail = IO(Input(Vec(nq, UInt(availW.W))))
+  val q_error = IO(Input(Vec(nq, Bool())))
+  val q_cons = IO(Input(Vec(nq, UInt(16.W))))
+  val consume = IO(Valid(new DescConsume(qb)))
+  val busy = IO(Valid(UInt(qb.W)))
+  val desc_rd = IO(new DmaRamRead(12))
+  val cq_room = IO(Input(Vec(nq, Bool())))
+  val reserve = IO(Valid(UInt(cb.W)))
+  val m_rd_desc = IO(Decoupled(new DmaDesc(RamAddrBits)))
+  val s_rd_status = IO(Vec(2, Flipped(Valid(new SegDone(sb)))))
+  val ram_rd = IO(Vec(2, new DmaRamRead(16)))
+  val m_axis = IO(Vec(2, new AxisIO(axisP)))
+  val m_cpl = IO(Decoupled(new CplReq(p.queueBits)))
+  val stat_packet = IO(Output(Vec(2, Valid(UInt(16.W))))) // a frame left for port i (bytes)
+  val stat_dma_error = IO(Output(Bool()))
+  val stat_bad_desc = IO(Output(Bool()))
+
+  // ---- Per-port packet tables and RAM rings
+  private val table = Seq.fill(2)(Mem(slots, new TxPacket(qb)))
+  private val starts = Seq.fill(2)(Mem(slots, UInt(16.W))) // a copy, read for the slot after the head
+  private val outstanding = Seq.fill(2)(RegInit(VecInit(Seq.fill(slots)(0.U(segW.W)))))
+  private val failed = Seq.fill(2)(RegInit(VecInit(Seq.fill(slots)(false.B))))
+  private val head = Seq.fill(2)(RegInit(0.U((sb + 1).W)))
+  private val tail = Seq.fill(2)(RegInit(0.U((sb + 1).W)))
+  // Byte pointers into the port's TX RAM: in use is [ramTail, ramHead), wrapping at the end
+  // (equal pointers with packets in flight: full).
+  private val ramHead = Seq.fill(2)(RegInit(0.U(16.W)))
+  private val ramTail = Seq.fill(2)(RegInit(0.U(16.W)))
+  private val freed = Wire(Vec(2, Bool()))
+  private def occupancy(pt: Int): UInt = head(pt) - tail(pt)
+
+  // ---- Scheduler
+  private object S extends ChiselEnum { val Idle, Walk, Alloc, Issue = Value }
+  private object T extends ChiselEnum { val Idle, Stream, Cpl = Value }
+  private val state = RegInit(S.Idle)
+  private val q = Reg(UInt(qb.W))
+  private val port = Reg(UInt(1.W))
+  private val j = Reg(UInt(availW.W)) // descriptors read so far
+  private val segAddr = Reg(Vec(p.maxSegs, UInt(64.W)))
+  private val segLen = Reg(Vec(p.maxSegs, UInt(16.W)))
+  private val total = Reg(UInt(17.W))
+  private val bad = Reg(Bool())
+  private val csum = Reg(UInt(TxChecksum.CmdWidth.W))
+  private val nsegs = Reg(UInt(segW.W))
+  private val issueK = Reg(UInt(segW.W))
+  private val issueOff = Reg(UInt(17.W))
+  private val pktStart = Reg(UInt(16.W))
+  private val pktSlot = Reg(UInt(sb.W))
+
+  // A queue that could not go on waits until its cache or its port changes.
+  private val waitAvail = Reg(Vec(nq, UInt(availW.W)))
+  private val waiting = RegInit(VecInit(Seq.fill(nq)(false.B)))
+  for (i <- 0 until nq) {
+    when(avail(i) =/= waitAvail(i) || freed(cfg_port(i))) { waiting(i) := false.B }
+  }
+
+  private val portFree = VecInit((0 until 2).map(pt => occupancy(pt) =/= slots.U))
+  private val cand = VecInit((0 until nq).map { i =>
+    cfg(i).enable && !q_error(i) && avail(i) =/= 0.U && cq_room(i) && portFree(cfg_port(i)) && !waiting(i)
+  })
+  private val rr = RegInit(0.U(qb.W))
+  private val order = (0 until nq).map(i => (rr + i.U(qb.W))(qb - 1, 0))
+  private val pick = PriorityMux(order.map(i => cand(i)), order)
+
+  desc_rd.en := false.B
+  desc_rd.addr := 0.U
+  // The fetcher's consumer index: the ring index of the first cached descriptor.
+  private val consIdx = q_cons
+  private val db = log2Ceil(p.descCache)
+  private val consLow = VecInit(q_cons.map(_(db - 1, 0)))
+  private val upperNext = RegInit(false.B)
+
+  consume.valid := false.B
+  consume.bits.queue := q
+  consume.bits.count := 0.U
+  reserve.valid := false.B
+  reserve.bits := q.pad(cb)
+  busy.valid := state =/= S.Idle
+  busy.bits := q
+
+  m_rd_desc.valid := false.B
+  m_rd_desc.bits.host_addr := segAddr(issueK(segIx - 1, 0))
+  m_rd_desc.bits.ram_addr := Mux(port === 0.U, TxRamBase(0).U, TxRamBase(1).U) + pktStart + issueOff
+  m_rd_desc.bits.len := segLen(issueK(segIx - 1, 0))
+  m_rd_desc.bits.tag := Cat(Mux(port === 0.U, TagTxPort0.U(2.W), TagTxPort1.U(2.W)), 0.U(1.W), pktSlot)
+  stat_bad_desc := false.B
+
+  private val d = Descriptor.decode(desc_rd.data, upperNext)
+  private val walkK = Wire(UInt(availW.W))
+  walkK := 0.U
+
+  switch(state) {
+    is(S.Idle) {
+      when(cand.asUInt.orR) {
+        q := pick
+        port := cfg_port(pick)
+        rr := pick + 1.U
+        j := 0.U
+        total := 0.U
+        bad := false.B
+        state := S.Walk
+        val (w, u) = Descriptor.slot(pick, consLow(pick), p.descCache)
+        desc_rd.en := true.B
+        desc_rd.addr := w
+        upperNext := u
+      }
+    }
+    is(S.Walk) {
+      // desc_rd.data holds descriptor j of the chain.
+      when(j < p.maxSegs.U) {
+        segAddr(j(segIx - 1, 0)) := d.addr
+        segLen(j(segIx - 1, 0)) := d.len
+      }
+      val sum = total + d.len
+      total := sum
+      when(j === 0.U) { csum := Cat(d.csumInsert, d.csumStart, d.csum) }
+      val thisBad = d.opcode =/= Descriptor.OpData.U || d.flags(7, 2) =/= 0.U || j >= p.maxSegs.U
+      bad := bad || thisBad
+      val n = j + 1.U
+      when(!d.more) {
+        nsegs := Mux(n > p.maxSegs.U, p.maxSegs.U, n)(segW - 1, 0)
+        j := n
+        state := S.Alloc
+      }.elsewhen(n === avail(q)) {
+        when(avail(q) === p.descCache.U) {
+          // A chain longer than the cache can never complete: consume it as one bad packet.
+          bad := true.B
+          nsegs := p.maxSegs.U
+          j := n
+          state := S.Alloc
+        }.otherwise {
+          waiting(q) := true.B
+          waitAvail(q) := avail(q)
+          state := S.Idle
+        }
+      }.otherwise {
+        j := n
+        val (w, u) = Descriptor.slot(q, consLow(q) + n(db - 1, 0), p.descCache)
+        desc_rd.en := true.B
+        desc_rd.addr := w
+        upperNext := u
+      }
+    }
+    is(S.Alloc) {
+      val isBad = bad || total === 0.U || total > p.maxTxFrame.U
+      val need = Cat(total(16, 5) + total(4, 0).orR, 0.U(5.W)) // whole 32-byte words
+      val rh = Mux(port.asBool, ramHead(1), ramHead(0))
+      val rt = Mux(port.asBool, ramTail(1), ramTail(0))
+      val empty = Mux(port.asBool, occupancy(1), occupancy(0)) === 0.U
+      val linear = rh > rt || empty // used region is [rt, rh) without wrap
+      val atHead = Mux(linear, rh +& need <= ramBytes.U, rh +& need <= rt)
+      val atZero = linear && need <= rt
+      val start = Mux(atHead, rh, 0.U)
+      val fits = isBad || atHead || atZero
+      when(!fits) {
+        waiting(q) := true.B
+        waitAvail(q) := avail(q)
+        state := S.Idle
+      }.otherwise {
+        val slot = Mux(port.asBool, head(1), head(0))(sb - 1, 0)
+        val rec = Wire(new TxPacket(qb))
+        rec.queue := q
+        rec.index := consIdx(q)
+        rec.len := total(15, 0)
+        rec.start := Mux(isBad, rh, start)(15, 0)
+        rec.status := Mux(isBad, CplStatus.BadDesc.U, CplStatus.Ok.U)
+        rec.csum := csum
+        for (pt <- 0 until 2) {
+          when(port === pt.U) {
+            table(pt).write(slot, rec)
+            starts(pt).write(slot, rec.start)
+            outstanding(pt)(slot) := Mux(isBad, 0.U, PopCount((0 until p.maxSegs).map(k =>
+              k.U < nsegs && segLen(k) =/= 0.U)))
+            failed(pt)(slot) := false.B
+            head(pt) := head(pt) + 1.U
+            when(!isBad) { ramHead(pt) := (rec.start +& need)(15, 0) }
+          }
+        }
+        consume.valid := true.B
+        consume.bits.count := j
+        reserve.valid := true.B
+        stat_bad_desc := isBad
+        pktStart := rec.start
+        pktSlot := slot
+        issueK := 0.U
+        issueOff := 0.U
+        state := Mux(isBad, S.Idle, S.Issue)
+      }
+    }
+    is(S.Issue) {
+      val last = issueK + 1.U >= nsegs
+      val skip = segLen(issueK(segIx - 1, 0)) === 0.U
+      m_rd_desc.valid := !skip
+      when(m_rd_desc.ready || skip) {
+        issueOff := issueOff + segLen(issueK(segIx - 1, 0))
+        issueK := issueK + 1.U
+        when(last) { state := S.Idle }
+      }
+    }
+  }
+
+  // ---- DMA read statuses: one per segment, any order.
+  stat_dma_error := false.B
+  for (pt <- 0 until 2) {
+    val st = s_rd_status(pt)
+    val s = st.bits.slot
+    when(st.valid) {
+      outstanding(pt)(s) := outstanding(pt)(s) - 1.U
+      when(st.bits.error =/= 0.U) { failed(pt)(s) := true.B }
+    }
+  }
+
+  // ---- Per-port streamers
+  private val cplArb = Module(new RRArbiter(new CplReq(p.queueBits), 2))
+  m_cpl <> cplArb.io.out
+  private val sent = Wire(Vec(2, Valid(UInt(16.W))))
+  for (pt <- 0 until 2) {
+    val hs = tail(pt)(sb - 1, 0)
+    val rec = table(pt)(hs)
+    val ready = occupancy(pt) =/= 0.U && outstanding(pt)(hs) === 0.U
+    val st = RegInit(T.Idle)
+    val words = Reg(UInt(10.W))
+    val wordAt = Reg(UInt(11.W))
+    val lastKeep = Reg(UInt(32.W))
+    val status = Reg(UInt(8.W))
+    val outQ = Module(new Queue(new TxBeat(axisP), 4))
+    val inflight = RegInit(0.U(3.W))
+    val issue = Wire(Bool())
+    issue := st === T.Stream && words =/= 0.U && (outQ.io.count +& inflight) < 4.U
+    ram_rd(pt).en := issue
+    ram_rd(pt).addr := wordAt
+    val issueLast = words === 1.U
+    val pipeValid = ShiftRegister(issue, 2, false.B, true.B)
+    val pipeLast = ShiftRegister(issueLast, 2)
+    inflight := inflight + issue.asUInt - pipeValid.asUInt
+    outQ.io.enq.valid := pipeValid
+    outQ.io.enq.bits.tdata := ram_rd(pt).data
+    outQ.io.enq.bits.tkeep := Mux(pipeLast, lastKeep, Fill(32, 1.U(1.W)))
+    outQ.io.enq.bits.tlast := pipeLast
+    val csumHeld = Reg(UInt(TxChecksum.CmdWidth.W))
+    outQ.io.enq.bits.tuser := csumHeld
+    m_axis(pt).tvalid := outQ.io.deq.valid
+    m_axis(pt).tdata := outQ.io.deq.bits.tdata
+    m_axis(pt).tkeep := outQ.io.deq.bits.tkeep
+    m_axis(pt).tlast := outQ.io.deq.bits.tlast
+    m_axis(pt).tuser.get := outQ.io.deq.bits.tuser
+    outQ.io.deq.ready := m_axis(pt).tready
+
+    when(issue) {
+      words := words - 1.U
+      wordAt := wordAt + 1.U
+    }
+    val c = cplArb.io.in(pt)
+    c.valid := st === T.Cpl
+    c.bits.rx := false.B
+    c.bits.queue := rec.queue
+    c.bits.index := rec.index
+    c.bits.len := rec.len
+    c.bits.status := status
+    c.bits.flags := pt.U
+    c.bits.hash := 0.U
+    c.bits.csum := 0.U
+    c.bits.rssType := 0.U
+    freed(pt) := false.B
+    sent(pt).valid := false.B
+    sent(pt).bits := rec.len
+    switch(st) {
+      is(T.Idle) {
+        when(ready) {
+          val ok = rec.status === CplStatus.Ok.U && !failed(pt)(hs)
+          status := Mux(rec.status =/= CplStatus.Ok.U, rec.status, Mux(failed(pt)(hs), CplStatus.DmaError.U, 0.U))
+          words := rec.len(14, 5) + (rec.len(4, 0) =/= 0.U)
+          wordAt := (rec.start >> 5)(10, 0)
+          lastKeep := Descriptor.keepFor(rec.len(4, 0))
+          csumHeld := rec.csum
+          st := Mux(ok, T.Stream, T.Cpl)
+        }
+      }
+      is(T.Stream) {
+        when(words === 0.U && inflight === 0.U) { st := T.Cpl }
+      }
+      is(T.Cpl) {
+        when(c.ready) {
+          st := T.Idle
+          tail(pt) := tail(pt) + 1.U
+          freed(pt) := true.B
+          sent(pt).valid := status === CplStatus.Ok.U
+          // The RAM up to this packet's end is free; the next packet may start at 0.
+          val nextStart = starts(pt)((hs + 1.U)(sb - 1, 0))
+          val last = occupancy(pt) === 1.U
+          ramTail(pt) := Mux(last, ramHead(pt), nextStart)
+        }
+      }
+    }
+  }
+  stat_packet := sent
+}
+
+/** A DMA read status routed to a port: the packet slot it was for (tag bits 4:0), and its
+  * DmaError code. */
+class SegDone(slotBits: Int) extends Bundle {
+  val slot = UInt(slotBits.W)
+  val error = UInt(4.W)
+}
+
+/** A beat on its way out of a TX streamer. */
+class TxBeat(p: AxisParams) extends Bundle {
+  val tdata = UInt(256.W)
+  val tkeep = UInt(32.W)
+  val tlast = Bool()
+  val tuser = UInt(p.userWidth.W)
+}
