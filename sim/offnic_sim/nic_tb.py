@@ -92,7 +92,8 @@ class NicTB:
         self.dev.functions[0].configure_bar(0, BAR0_BYTES, ext=True, prefetch=True)
         self.rc = RootComplex()
         self.rc.make_port().connect(self.dev)
-        quiet(self.dev.log, self.dev.functions[0].log, self.rc.log, logging.getLogger("cocotb.pcie"))
+        quiet(self.dev.log, self.dev.functions[0].log, logging.getLogger("cocotb.pcie"))
+        self.rc.log.setLevel(logging.ERROR)  # enumeration probes empty slots: harmless warnings
         for s in (self.dev.rq_sink, self.dev.rc_source, self.dev.cq_source, self.dev.cc_sink):
             quiet(s.log)
         self.hostmem = HostMemory(self.rc, host_latency_ns)
@@ -115,3 +116,21 @@ class NicTB:
             await p.reset()
         await self.drv.init(mps=self.mps, mrrs=self.mrrs)
         await ClockCycles(self.clock, 10)
+
+    async def snapshot(self) -> dict:
+        """Every counter and every open queue's indexes, for a report or a failure message."""
+        drv = self.drv
+        out = {}
+        for name in ("tx_engine", "rx_engine", "dma", "eqs"):
+            out[name] = await drv.counters(name)
+        for k in range(2):
+            out[f"port{k}"] = await drv.port_counters(k)
+        for kind in ("tx", "rx"):
+            for q in drv.queues[kind]:
+                e = drv.entry(f"{kind}_queues", q)
+                c = drv.entry(f"{kind}_cqs", q)
+                out[f"{kind}q{q}"] = {"prod": await e.read("prod"), "cons": await e.read("cons"),
+                                      "status": await e.read("status"), "cq_prod": await c.read("prod"),
+                                      "cq_cons": await c.read("cons")}
+        out["driver"] = dict(drv.stats)
+        return out

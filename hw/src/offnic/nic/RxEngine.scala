@@ -31,8 +31,9 @@ class RssCfg(queueBits: Int) extends Bundle {
   * reports its write done (write statuses come in order).
   *
   * Dispatch, one frame at a time: the queue is the RSS indirection table's choice (RSS on,
-  * frame hashed) or the port's default queue. A disabled queue, no cached descriptor, or a
-  * full completion queue drops the frame (counted). Otherwise it takes the descriptor; a
+  * frame hashed) or the port's default queue. A disabled queue, a ring with no buffer
+  * posted, or a full completion queue drops the frame (counted); buffers posted but not yet
+  * fetched are waited for. Otherwise it takes the descriptor; a
   * frame longer than the buffer completes TOO_LONG without a write. The completion request
   * follows the data write into the DMA engine, so the host sees the data first.
   */
@@ -167,9 +168,12 @@ class RxEngine(val p: NicParams) extends Module {
   private val qFull = Mux(useRss, rQueue, cfg_default_queue(hd.port))
   private val qSel = qFull(qb - 1, 0)
   private val qExists = qFull < nq.U
-  private val ready = frames.io.deq.valid && csum.m_axis_csum.tvalid && rss.m_axis_rss.tvalid &&
-    releases.io.enq.ready && ds === D.Idle
   private val qOn = qExists && cfg(qSel).enable && !q_error(qSel)
+  // The host has posted buffers the fetcher has not brought in yet: wait for them (about
+  // one host read latency) rather than drop; the ports' FIFOs absorb the pause.
+  private val fetchPending = qOn && avail(qSel) === 0.U && cfg(qSel).prod =/= q_cons(qSel)
+  private val ready = frames.io.deq.valid && csum.m_axis_csum.tvalid && rss.m_axis_rss.tvalid &&
+    releases.io.enq.ready && ds === D.Idle && !fetchPending
   private val dropDisabled = !qOn
   private val dropNoDesc = qOn && avail(qSel) === 0.U
   private val dropCqFull = qOn && avail(qSel) =/= 0.U && !cq_room(qSel)
