@@ -53,9 +53,10 @@ class Port:
         await ClockCycles(self.clk, 8)
         self.rst.value = 0
 
-    async def send(self, frame: bytes, bad_fcs: bool = False) -> None:
-        """A frame (without FCS) into the NIC; XgmiiFrame adds preamble and FCS."""
-        f = XgmiiFrame.from_payload(frame)
+    async def send(self, frame: bytes, bad_fcs: bool = False, pad: bool = True) -> None:
+        """A frame (without FCS) into the NIC; XgmiiFrame adds preamble and FCS, and pads
+        to 60 bytes unless `pad` is False (a runt)."""
+        f = XgmiiFrame.from_payload(frame, min_len=60 if pad else 0)
         if bad_fcs:
             data = bytearray(f.data)
             data[-1] ^= 0xFF

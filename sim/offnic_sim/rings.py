@@ -54,7 +54,7 @@ FLAGS_BYTE = 7         # where the phase bit lives, in completions and events al
 EV_TX_CQ, EV_RX_CQ = 0, 1
 
 # RSS hash types (RssParser)
-RSS_TYPES = {0: "none", 1: "ipv4", 2: "ipv4_tcp", 3: "ipv4_udp", 4: "ipv6", 5: "ipv6_tcp", 6: "ipv6_udp"}
+RSS_TYPE_BITS = {1: "ipv4", 2: "ipv6", 4: "tcp", 8: "udp"}  # rss_type is a mask of these (RssParser)
 
 _DESC = struct.Struct("<QHBBHH")      # addr, len, opcode, flags, csum_start, csum_insert
 _CPL = struct.Struct("<HHHBBIHBB")    # queue, index, len, status, flags, rss_hash, csum, rss_type, reserved

@@ -254,7 +254,6 @@ class TxEngine(val p: NicParams) extends Module {
   }
 
   // ---- DMA read statuses: one per segment, any order.
-  stat_dma_error := false.B
   for (pt <- 0 until 2) {
     val st = s_rd_status(pt)
     val s = st.bits.slot
@@ -268,6 +267,7 @@ class TxEngine(val p: NicParams) extends Module {
   private val cplArb = Module(new RRArbiter(new CplReq(p.queueBits), 2))
   m_cpl <> cplArb.io.out
   private val sent = Wire(Vec(2, Valid(UInt(16.W))))
+  private val dmaErr = Wire(Vec(2, Bool()))
   for (pt <- 0 until 2) {
     val hs = tail(pt)(sb - 1, 0)
     val rec = table(pt)(hs)
@@ -316,6 +316,7 @@ class TxEngine(val p: NicParams) extends Module {
     c.bits.csum := 0.U
     c.bits.rssType := 0.U
     freed(pt) := false.B
+    dmaErr(pt) := false.B
     sent(pt).valid := false.B
     sent(pt).bits := rec.len
     switch(st) {
@@ -339,6 +340,7 @@ class TxEngine(val p: NicParams) extends Module {
           tail(pt) := tail(pt) + 1.U
           freed(pt) := true.B
           sent(pt).valid := status === CplStatus.Ok.U
+          dmaErr(pt) := status === CplStatus.DmaError.U
           // The RAM up to this packet's end is free; the next packet may start at 0.
           val nextStart = starts(pt)((hs + 1.U)(sb - 1, 0))
           val last = occupancy(pt) === 1.U
@@ -348,6 +350,7 @@ class TxEngine(val p: NicParams) extends Module {
     }
   }
   stat_packet := sent
+  stat_dma_error := dmaErr.asUInt.orR // the two streamers never complete in the same cycle (one arbiter)
 }
 
 /** A DMA read status routed to a port: the packet slot it was for (tag bits 4:0), and its
