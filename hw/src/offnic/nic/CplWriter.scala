@@ -2,7 +2,7 @@ package offnic.nic
 
 import chisel3._
 import chisel3.util._
-import offnic.pcie.{DmaDesc, DmaRamWrite, DmaStatus}
+import offnic.pcie.{DmaDesc, DmaRamWrite}
 
 /** A completion to write (docs/queues.md, "Completion"). */
 class CplReq(queueBits: Int) extends Bundle {
@@ -88,7 +88,9 @@ class CplWriter(val p: NicParams) extends Module {
   val room = IO(Output(Vec(nc, Bool())))
   val s_req = IO(Flipped(Decoupled(new CplReq(qb))))
   val m_wr_desc = IO(Decoupled(new DmaDesc(RamAddrBits)))
-  val s_wr_status = IO(Flipped(Valid(new DmaStatus)))
+  /** One of this writer's DMA writes finished (the engine reports writes in order; a
+    * posted write cannot fail once issued, so the status code is not needed). */
+  val wr_done = IO(Input(Bool()))
   val ram_wr = IO(new DmaRamWrite(sb + 4))
   val cq_prod = IO(Output(Vec(nc, UInt(16.W))))
   val eq_prod = IO(Output(Vec(ne, UInt(16.W))))
@@ -108,9 +110,9 @@ class CplWriter(val p: NicParams) extends Module {
   private val armed = RegInit(VecInit(Seq.fill(nc)(false.B)))
   private val since = RegInit(VecInit(Seq.fill(nc)(0.U(16.W))))
   private val timer = RegInit(VecInit(Seq.fill(nc)(0.U(16.W))))
-  private val usCount = RegInit(0.U(log2Ceil(p.usCycles).W))
-  private val usTick = usCount === (p.usCycles - 1).U
-  usCount := Mux(usTick, 0.U, usCount + 1.U)
+  /** Cycles into the current microsecond of each queue's timer: the timer starts when the
+    * queue becomes armed and pending, so it fires after mod_time_us whole microseconds. */
+  private val subUs = RegInit(VecInit(Seq.fill(nc)(0.U(log2Ceil(p.usCycles).W))))
 
   // ---- Event queue state
   private val eprod = RegInit(VecInit(Seq.fill(ne)(0.U(16.W))))
@@ -122,7 +124,7 @@ class CplWriter(val p: NicParams) extends Module {
   private val slotHead = RegInit(0.U((sb + 1).W))
   private val slotTail = RegInit(0.U((sb + 1).W))
   private val slotFree = (slotHead - slotTail) =/= p.cplSlots.U
-  when(s_wr_status.valid) { slotTail := slotTail + 1.U }
+  when(wr_done) { slotTail := slotTail + 1.U }
 
   private val out = RegInit(false.B)
   private val outBits = Reg(new DmaDesc(RamAddrBits))
@@ -207,13 +209,19 @@ class CplWriter(val p: NicParams) extends Module {
     }
     val pending = prod(c) =/= cq(c).cons
     when(armed(c) && pending) {
-      when(usTick && !timer(c).andR) { timer(c) := timer(c) + 1.U }
-    }.otherwise { timer(c) := 0.U }
+      val tick = subUs(c) === (p.usCycles - 1).U
+      subUs(c) := Mux(tick, 0.U, subUs(c) + 1.U)
+      when(tick && !timer(c).andR) { timer(c) := timer(c) + 1.U }
+    }.otherwise {
+      timer(c) := 0.U
+      subUs(c) := 0.U
+    }
     when(cq(c).arm) { armed(c) := true.B }
     when(doEvent && fireC === c.U) {
       armed(c) := false.B
       since(c) := 0.U
       timer(c) := 0.U
+      subUs(c) := 0.U
     }
     cq_prod(c) := prod(c)
   }
@@ -233,4 +241,9 @@ class CplWriter(val p: NicParams) extends Module {
   stat_completion := doCpl
   stat_event := doEvent && eqOk
   stat_interrupt := doIrq
+}
+
+object CplWriter extends offnic.Elaboratable {
+  /** For the block bench: NicParams keys (tx_queues, rx_queues, eqs, cpl_slots, us_cycles ...). */
+  def generate(p: offnic.Params): RawModule = new CplWriter(NicParams.from(p))
 }

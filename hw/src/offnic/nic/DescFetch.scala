@@ -137,3 +137,11 @@ class DescFetch(val n: Int, val depth: Int, val ramBase: Int, val tagBase: Int, 
     fetching(q) := inflight(q)
   }
 }
+
+object DescFetch extends offnic.Elaboratable {
+  /** For the block bench: `queues` (8), `depth` (32), `ram_base` (0x20000), `tag_base`
+    * (0x80), RAM address bits 18. */
+  def generate(p: offnic.Params): RawModule = new DescFetch(
+    p.int("queues", 8), p.int("depth", 32), p.int("ram_base", NicParams.DescRamBase), p.int("tag_base", 0x80),
+    NicParams.RamAddrBits)
+}

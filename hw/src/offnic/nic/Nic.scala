@@ -225,8 +225,7 @@ class Nic(val c: DeviceRegsParams, val p: NicParams, val portMbps: Seq[Int]) ext
   ws.ready := true.B
   rx.s_wr_status.valid := ws.valid && ws.bits.tag === 0.U
   rx.s_wr_status.bits := ws.bits
-  cpl.s_wr_status.valid := ws.valid && ws.bits.tag === 0x80.U
-  cpl.s_wr_status.bits := ws.bits
+  cpl.wr_done := ws.valid && ws.bits.tag === 0x80.U
 
   private val cplArb = Module(new RRArbiter(new CplReq(p.queueBits), 2))
   cplArb.io.in(0) <> tx.m_cpl
