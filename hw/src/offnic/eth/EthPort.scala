@@ -70,7 +70,8 @@ private[eth] object EthPortStatDelta {
   *
   * Storage: `depth` entries of 262 bits in a `Mem` (data, the index of the last kept byte
   * in place of the 32 `tkeep` bits, which frames are packed, and `tlast`), read into one
-  * output register, so synthesis puts it in block RAM (1024 deep: 8 x RAMB36).
+  * output register, so synthesis puts it in block RAM (Yosys, 1024 deep: 15 RAMB18;
+  * 128 deep: 4 RAMB36).
   */
 class EthRxFifo(val depth: Int) extends Module {
   require(depth >= 2 && isPow2(depth), s"EthRxFifo depth must be a power of two >= 2, got $depth")
@@ -156,8 +157,8 @@ class EthRxFifo(val depth: Int) extends Module {
   * left, for any mix of sizes, as long as the core keeps up on average: a capacity of one
   * maximum frame plus a little suffices (while frame N drains, N+1 needs only the room N
   * frees). Buffer cost: `txDepth` 256-bit beats, by default one maximum frame + 16 beats
-  * rounded up to a power of two: 512 x 289 bits = 16 KiB of frame for 9018 (block RAM),
-  * 64 for 1518; plus 16 x 289 bits of LUT-RAM in the crossing. Latency: one frame (store
+  * rounded up to a power of two: 512 x 289 bits = 16 KiB of frame for 9018 (9 RAMB18),
+  * 64 for 1518 (LUT-RAM); plus 16 x 289 bits of LUT-RAM in the crossing. Latency: one frame (store
   * and forward). A frame longer than the buffer is discarded unsent and counted in
   * `tx_errors`. `s_axis` frames must be packed (full `tkeep` but on the last beat, low
   * bytes kept), as everywhere in the NIC; they carry the frame without FCS (the MAC pads
@@ -174,7 +175,7 @@ class EthRxFifo(val depth: Int) extends Module {
   * the crossing holds no more than the few beats of its pointer synchronisation latency.
   * (This needs the core clock above half the MAC clock.) The receive buffer
   * ([[EthRxFifo]], `rxDepth` 256-bit beats; default the next power of two holding two
-  * maximum frames: 1024 x 32 B = 32 KiB for 9018, 8 x RAMB36) never back-pressures: it
+  * maximum frames: 1024 x 32 B = 32 KiB for 9018, 15 RAMB18) never back-pressures: it
   * drops frames the MAC marked bad, and when the consumer on `m_axis` back-pressures until
   * it is full it drops whole frames (`rx_fifo_drops`); a frame is never truncated or
   * corrupted. `m_axis` carries good frames only, without FCS, packed, no `tuser`.
@@ -204,6 +205,9 @@ class EthRxFifo(val depth: Int) extends Module {
   * '''Reset.''' `reset` (core) and `mac_rst` (MAC) are synchronous to their own clocks and
   * must be asserted together, from one reset source synchronised into each domain, as for
   * every AxisAsyncFifo (each side's pointers only mean something relative to the other's).
+  *
+  * Cost (Yosys `synth_xilinx -family xcup`, default parameters, MAC included): about
+  * 4150 LUT, 54 LUT-RAM cells, 3400 FF, 12 BRAM36 equivalents.
   *
   * CDC summary: the four AxisAsyncFifo are the only paths between the domains (Gray
   * pointers through `GraySync`, registers named `cdc_sync_*`; the RAM read paths need the
