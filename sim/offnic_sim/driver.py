@@ -19,6 +19,7 @@ Example (a bench with the NIC behind the UltraScale+ model and a root complex `r
     await drv.set_default_queue(port=0, q=0)  # port 0's frames go to RX queue 0
     tok = await drv.send(0, frame, segments=[14, 34], csum=(34, 50))  # 3 descriptors, checksum
     cpl = await tok.wait()                    # its completion (status, len, port)
+    toks = await drv.send_batch(0, frames)    # one descriptor per frame, ONE doorbell
     pkt = await drv.recv(0)                   # RxPacket(data, queue, port, csum, rss_hash, ...)
     await drv.set_moderation("rx", 0, count=8, time_us=5)
     await drv.set_rss(table=[0, 1, 2, 3])     # RSS on again, spread over RX queues 0..3
@@ -223,6 +224,7 @@ class OffnicDriver:
             raise RuntimeError("no PCIe endpoint found after enumeration")
         await self.fn.enable_device()
         await self.fn.set_master()
+        await self._enable_extended_tags()
         if mps or mrrs:
             await self.set_pcie_sizes(mps, mrrs)
         if self.fn.get_capability_offset(PciCapId.MSIX):
@@ -232,6 +234,19 @@ class OffnicDriver:
             raise RuntimeError("the function has no BAR0")
         blocks = await discover(self.bar.read_dword, self.bar.write_dword, regs.BLOCKS)
         await self.attach(blocks, num_vectors=num_vectors, eq_size=eq_size)
+
+    async def _enable_extended_tags(self) -> None:
+        """Set Extended Tag Field Enable (PCIe device control bit 8) when the function
+        supports it, as Linux does: the NIC keeps up to 64 reads in flight, and tags above
+        31 are only legal with it. Without it the NIC must not be given tags >= 32."""
+        cap = await self.fn.capability_read_dword(PciCapId.EXP, 4)  # device capabilities
+        if cap & (1 << 5):
+            ctl = await self.fn.capability_read_word(PciCapId.EXP, 8)
+            await self.fn.capability_write_word(PciCapId.EXP, 8, ctl | 1 << 8)
+            self.extended_tags = True
+        else:
+            self.extended_tags = False
+            self.log.warning("the function does not support extended tags: the NIC's DMA reads may use tags >= 32")
 
     async def set_pcie_sizes(self, mps: int | None = None, mrrs: int | None = None) -> None:
         """Max payload / max read request size in the function's PCIe device control (as
@@ -456,6 +471,50 @@ class OffnicDriver:
         async with txq.lock:
             await self._tx_room(txq, len(descs))
             return await self._tx_post(txq, descs, length)
+
+    async def send_batch(self, q: int, frames: list[bytes], max_in_flight: int | None = None,
+                         offset: int = 0) -> list[TxToken]:
+        """Queue many frames on TX queue `q`, one descriptor each, and ring ONE doorbell
+        for all of them (what a driver does with a batch of packets, e.g. Linux's
+        xmit_more). Waits until the ring has room for the whole batch and, if
+        `max_in_flight` is given, until no more than `max_in_flight` packets would be in
+        flight (sent, not completed) with it: a byte-queue-limit-like cap that keeps the
+        ring from filling with frames that only wait. Returns one token per frame; all
+        carry the doorbell's time."""
+        txq = self.queues["tx"][q]
+        n = len(frames)
+        if not n:
+            return []
+        if max_in_flight is not None and n > max_in_flight:
+            raise ValueError(f"a batch of {n} never fits max_in_flight={max_in_flight}")
+        if any(offset + len(f) > txq.stride for f in frames):
+            raise ValueError(f"a frame at offset {offset} does not fit the {txq.stride}-byte TX buffers")
+        async with txq.lock:
+            await self._tx_room(txq, n)
+            while max_in_flight is not None and len(txq.inflight) + n > max_in_flight:
+                txq.space.clear()
+                await txq.space.wait()
+            toks = []
+            for f in frames:
+                at = txq.buf_offset(txq.prod) + offset
+                txq.bufs.write(at, f)
+                tok = TxToken(txq.n, txq.prod, 1, len(f), txq.port)
+                txq.ring.put(txq.prod, rings.pack_desc(Desc(txq.bufs.addr + at, len(f))))
+                txq.prod = rings.idx_add(txq.prod, 1)
+                txq.inflight.append(tok)
+                toks.append(tok)
+            self.stats["tx_packets"] += n
+            self.stats["tx_descs"] += n
+            self.stats["tx_doorbells"] += 1
+            t = now_ns()
+            for tok in toks:
+                tok.t_doorbell = t
+            await txq.regs.write("prod", txq.prod)
+            return toks
+
+    def tx_in_flight(self, q: int) -> int:
+        """Packets sent on TX queue `q` whose completion the driver has not taken yet."""
+        return len(self.queues["tx"][q].inflight)
 
     async def _tx_room(self, txq: _Produced, n: int) -> None:
         if n > txq.ring.size:

@@ -81,7 +81,7 @@ class NicTB:
         self.dev = UltraScalePlusPcieDevice(
             pcie_generation=3, pcie_link_width=8, user_clk_frequency=250e6, alignment="dword",
             cq_straddle=False, cc_straddle=False, rq_straddle=False, rc_straddle=False,
-            rc_4tlp_straddle=False, max_payload_size=1024, enable_client_tag=True,
+            rc_4tlp_straddle=False, max_payload_size=1024, enable_client_tag=True, enable_extended_tag=True,
             user_clk=dut.clock, user_reset=dut.reset,
             cq_bus=AxiStreamBus.from_prefix(dut, "s_axis_cq"),
             cc_bus=AxiStreamBus.from_prefix(dut, "m_axis_cc"),

@@ -158,12 +158,233 @@ def cmd_synth(args: list[str]) -> int:
     return 0
 
 
+# ----------------------------------------------------------------- demo and bench
+
+NIC = hw.Design.of("nic.Nic", addr_bits=24, board_id=0)  # the design the NIC benches use
+
+
+def simulate(cases: list[dict], run_dir: Path, seed: int | None = None, show=None, design: hw.Design = NIC) -> dict:
+    """Run the workload cases (workload.py) in one simulation of the whole NIC and return
+    its raw results. The simulator's output goes to run_dir/sim.log; while it runs,
+    `show(progress_record)` is called with each line the cocotb side appends to
+    run_dir/progress.jsonl (simulated time, case, frames)."""
+    import random
+    import threading
+    import time
+
+    from cocotb_tools.check_results import get_results
+    from cocotb_tools.runner import get_runner
+
+    run_dir.mkdir(parents=True, exist_ok=True)
+    hw_digest = hw.hw_sources_digest()[:16]  # the hardware this run measures (its model is built from it)
+    built = harness.Model(design, harness.waves_enabled()).dir / "built"
+    if built.exists():
+        m = harness.model(design)
+    else:
+        # The build's compiler lines go to a log, not the terminal.
+        blog = run_dir / "build.log"
+        print(f"[offnic] building the NIC's Verilator model (first run only, 1-2 minutes; log: {_rel(blog)})",
+              flush=True)
+        t = time.monotonic()
+        saved = os.dup(1), os.dup(2)
+        try:
+            with open(blog, "w") as f:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os.dup2(f.fileno(), 1)
+                os.dup2(f.fileno(), 2)
+                try:
+                    m = harness.model(design)
+                finally:
+                    sys.stdout.flush()
+                    sys.stderr.flush()
+                    os.dup2(saved[0], 1)
+                    os.dup2(saved[1], 2)
+        except BaseException:
+            print("".join(blog.read_text().splitlines(keepends=True)[-40:]), file=sys.stderr)
+            raise
+        finally:
+            os.close(saved[0])
+            os.close(saved[1])
+        print(f"[offnic] built the NIC model in {time.monotonic() - t:.0f} s", flush=True)
+    seed = int(os.environ.get("OFFNIC_SEED") or (seed if seed is not None else random.SystemRandom().randrange(1 << 31)))
+    out, prog, log, results = (run_dir / n for n in ("raw.json", "progress.jsonl", "sim.log", "results.xml"))
+    for f in (out, prog, results):
+        f.unlink(missing_ok=True)
+    prog.touch()
+    bench = {"cases": cases, "out": str(out), "progress": str(prog), "seed": seed}
+    status = {}
+
+    def run() -> None:
+        try:
+            get_runner("verilator").test(
+                test_module="offnic_sim.workload", hdl_toplevel=m.top_module, hdl_toplevel_lang="verilog",
+                build_dir=m.dir, test_dir=run_dir, seed=seed,
+                extra_env={harness.BENCH_ENV: json.dumps(bench)}, waves=m.waves,
+                results_xml=str(results), timescale=harness.TIMESCALE, log_file=log)
+        except BaseException as e:  # the runner sys.exit()s when the simulator fails
+            status["error"] = e
+
+    th = threading.Thread(target=run, daemon=True)
+    th.start()
+    pos = 0
+    while True:
+        alive = th.is_alive()
+        with open(prog) as f:
+            f.seek(pos)
+            chunk = f.read()
+        # only whole lines
+        cut = chunk.rfind("\n") + 1
+        pos += len(chunk[:cut].encode())
+        for line in chunk[:cut].splitlines():
+            if show and line.strip():
+                show(json.loads(line))
+        if not alive:
+            break
+        time.sleep(0.25)
+    try:
+        tests, failed = get_results(results)
+    except RuntimeError:
+        tests, failed = 0, 1
+    ok = tests > 0 and not failed and "error" not in status and out.exists()
+    harness.SEED_LOG.parent.mkdir(parents=True, exist_ok=True)
+    with open(harness.SEED_LOG, "a") as f:
+        f.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')}\tworkload:{run_dir.name}\t{seed}\t{'pass' if ok else 'fail'}\n")
+    if not ok:
+        raise SystemExit(f"[offnic] the simulation failed (seed {seed}); its log: {log.relative_to(ROOT)}")
+    res = json.loads(out.read_text())
+    res["hw_sources_sha256"] = hw_digest
+    if hw.hw_sources_digest()[:16] != hw_digest:
+        print(f"\n[offnic] note: the hardware sources changed while this ran; the results are for the sources "
+              f"as they were when it started ({hw_digest})", flush=True)
+    return res
+
+
+class Progress:
+    """A progress bar on the terminal for a workload simulation, fed with the records the
+    cocotb side appends to its progress file. On a terminal it redraws one line in place;
+    otherwise (CI, a pipe) it prints a line every 10%."""
+
+    def __init__(self, cases: list[dict], label: str):
+        from offnic_sim.workload import expected_us
+        self.cases = cases
+        self.label = label
+        w = [expected_us(c) for c in cases]
+        self.start = [sum(w[:i]) / sum(w) for i in range(len(w))]  # where each case begins on the bar
+        self.share = [x / sum(w) for x in w]
+        self.tty = sys.stdout.isatty()
+        self.last_decile = -1
+        self.t0 = None
+        self.width = 30
+
+    def __call__(self, rec: dict) -> None:
+        import time
+        if self.t0 is None:
+            self.t0 = time.monotonic()
+        n = max(1, rec.get("ncases", len(self.cases)))
+        ix = min(rec.get("case", 0), n - 1)
+        frac = 0.0 if rec.get("phase") == "ready" else self.start[ix] + self.share[ix] * rec.get("frac", 0.0)
+        if rec.get("phase") == "done":
+            frac = 1.0
+        name = self.cases[ix]["name"] if self.cases else ""
+        filled = int(round(frac * self.width))
+        bar = "#" * filled + "." * (self.width - filled)
+        what = f"case {ix + 1}/{n} {name}" if n > 1 else name
+        if rec.get("frac", 0.0) >= 1.0 and "done_case" not in rec and rec.get("phase") != "done":
+            what += " (draining)"
+        line = (f"[offnic] {self.label} [{bar}] {100 * frac:5.1f}%  sim {rec.get('t_us', 0):8.1f} us  "
+                f"frames {rec.get('frames', 0):>6}  {what}  ({rec.get('wall_s', 0):.0f} s)")
+        if self.tty:
+            sys.stdout.write("\r" + line.ljust(120)[:150])
+            if frac >= 1.0:
+                sys.stdout.write("\n")
+            sys.stdout.flush()
+        else:
+            dec = int(frac * 10)
+            if dec != self.last_decile:
+                self.last_decile = dec
+                print(line, flush=True)
+
+
+def cmd_demo(args: list[str]) -> int:
+    import time
+
+    from offnic_sim import report, workload
+    ap = argparse.ArgumentParser(prog="offnic demo",
+                                 description="simulate the whole NIC under a default workload and report")
+    ap.add_argument("--us", type=float, default=100.0, help="measured window of traffic, simulated us (default 100)")
+    ap.add_argument("--seed", type=int, default=None, help="random seed (default: a new one; OFFNIC_SEED also works)")
+    a = ap.parse_args(args)
+    t0 = time.monotonic()
+    out_dir = hw.BUILD / "demo"
+    cases = workload.demo_cases(a.us)
+    print(f"[offnic] demo: the whole NIC (PCIe Gen3 x8 host with 1 us read latency, 2 x 25G XGMII ports), "
+          f"{a.us:g} us of IMIX + jumbo traffic, TX and RX on both ports", flush=True)
+    run = simulate(cases, out_dir, a.seed, Progress(cases, "demo"))
+    png = out_dir / "demo.png"
+    text, _ = report.demo_report(run, png=str(png.relative_to(ROOT)))
+    report.demo_plot(run, png)
+    (out_dir / "report.txt").write_text(text + "\n")
+    print()
+    print(text)
+    print(f"[offnic] demo done in {time.monotonic() - t0:.0f} s (report also in {_rel(out_dir / 'report.txt')}, "
+          f"simulator log {_rel(out_dir / 'sim.log')}, replay: OFFNIC_SEED={run['seed']} ./offnic demo{''.join(' ' + x for x in args)})")
+    return 1 if run.get("driver_errors") else 0
+
+
+def cmd_bench(args: list[str]) -> int:
+    import time
+
+    from offnic_sim import report, workload
+    ap = argparse.ArgumentParser(prog="offnic bench", description="performance benches of the whole NIC")
+    ap.add_argument("suite", choices=["base"], help="base: RFC 2544-style throughput/latency of the base NIC")
+    ap.add_argument("--sizes", default=None,
+                    help=f"frame sizes with FCS, comma separated (default {','.join(map(str, workload.BENCH_SIZES))})")
+    ap.add_argument("--window-us", type=float, default=30.0, help="measured window per case, simulated us (default 30)")
+    ap.add_argument("--out", default=None,
+                    help="JSON file (default results/bench-base.json; build/bench/bench-base.json with --sizes)")
+    ap.add_argument("--seed", type=int, default=None)
+    a = ap.parse_args(args)
+    t0 = time.monotonic()
+    sizes = [int(x) for x in a.sizes.split(",")] if a.sizes else workload.BENCH_SIZES
+    out = Path(a.out) if a.out else (ROOT / "results" / "bench-base.json" if not a.sizes
+                                     else hw.BUILD / "bench" / "bench-base.json")
+    out = out if out.is_absolute() else Path.cwd() / out
+    cases = workload.bench_cases(sizes, a.window_us)
+    print(f"[offnic] bench base: {len(cases)} cases (sizes {', '.join(map(str, sizes))} B x ports 1, 2 x tx, rx, "
+          f"bidir), {a.window_us:g} us windows, one simulation", flush=True)
+    run = simulate(cases, hw.BUILD / "bench", a.seed, Progress(cases, "bench"))
+    recs = report.bench_records([run])
+    recs[1]["wall_s"] = round(time.monotonic() - t0, 1)
+    recs[1]["hw_sources_sha256"] = run["hw_sources_sha256"]  # which hardware was measured
+    recs[1]["command"] = " ".join(["./offnic", "bench", *args])
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(recs, indent=1) + "\n")
+    png = out.with_suffix(".png")
+    report.bench_plot(recs, png)
+    print()
+    print(report.bench_table(recs))
+    th = recs[0]
+    print(f"\nPCIe Gen3 x8 usable: {th['usable_gbps']} Gb/s per direction ({th['formula']})")
+    print(f"[offnic] wrote {_rel(out)} and {_rel(png)} in {time.monotonic() - t0:.0f} s")
+    return 1 if run.get("driver_errors") else 0
+
+
+def _rel(p: Path) -> str:
+    try:
+        return str(p.relative_to(ROOT))
+    except ValueError:
+        return str(p)
+
+
 COMMANDS = {
     "build": cmd_build,
     "test": cmd_test,
     "lint": cmd_lint,
     "synth": cmd_synth,
     "regmap": cmd_regmap,
+    "demo": cmd_demo,
+    "bench": cmd_bench,
 }
 
 

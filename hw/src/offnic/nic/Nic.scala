@@ -71,8 +71,8 @@ class Nic(val c: DeviceRegsParams, val p: NicParams, val portMbps: Seq[Int]) ext
   private val txRam = Seq.fill(2)(Module(new DmaRam(16, 2)))
   private val rxRam = Module(new DmaRam(16, 2))
   private val cplRam = Module(new DmaRam(log2Ceil(p.cplSlots) + 4, 2))
-  private val txDescRam = Module(new DmaRam(12, 1))
-  private val rxDescRam = Module(new DmaRam(12, 1))
+  private val txDescRam = Module(new DmaRam(p.descRamAddrBits, 1))
+  private val rxDescRam = Module(new DmaRam(p.descRamAddrBits, 1))
 
   // DMA reads land by region (address bits 17:16; bit 15 splits the descriptor region).
   private val wr = dma.ram_wr
@@ -108,8 +108,8 @@ class Nic(val c: DeviceRegsParams, val p: NicParams, val portMbps: Seq[Int]) ext
     w.prod := e.value("prod")(15, 0)
     w
   }
-  private val txFetch = Module(new DescFetch(p.txQueues, p.descCache, DescRamBase, 0x80, RamAddrBits))
-  private val rxFetch = Module(new DescFetch(p.rxQueues, p.descCache, DescRamBase + 0x8000, 0xa0, RamAddrBits))
+  private val txFetch = Module(new DescFetch(p.txQueues, p.descCache, DescRamBase, TagTxDesc << 6, RamAddrBits))
+  private val rxFetch = Module(new DescFetch(p.rxQueues, p.descCache, DescRamBase + 0x8000, TagRxDesc << 6, RamAddrBits))
   for (i <- 0 until p.txQueues) {
     txFetch.cfg(i) := queueCfg(txqB, i, true)
     txqB.entries(i).value("cons") := txFetch.cons(i)
@@ -209,12 +209,12 @@ class Nic(val c: DeviceRegsParams, val p: NicParams, val portMbps: Seq[Int]) ext
   private val rsKind = rs.bits.tag(7, 6)
   for (pt <- 0 until 2) {
     tx.s_rd_status(pt).valid := rs.valid && rsKind === pt.U
-    tx.s_rd_status(pt).bits.slot := rs.bits.tag(4, 0)
+    tx.s_rd_status(pt).bits.slot := rs.bits.tag(5, 0)
     tx.s_rd_status(pt).bits.error := rs.bits.error
   }
-  txFetch.s_rd_status.valid := rs.valid && rsKind === TagDesc.U && !rs.bits.tag(5)
+  txFetch.s_rd_status.valid := rs.valid && rsKind === TagTxDesc.U
   txFetch.s_rd_status.bits := rs.bits
-  rxFetch.s_rd_status.valid := rs.valid && rsKind === TagDesc.U && rs.bits.tag(5)
+  rxFetch.s_rd_status.valid := rs.valid && rsKind === TagRxDesc.U
   rxFetch.s_rd_status.bits := rs.bits
 
   private val wrArb = Module(new RRArbiter(new DmaDesc(RamAddrBits), 2))

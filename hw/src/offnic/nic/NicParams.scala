@@ -22,20 +22,23 @@ case class NicParams(
     txQueues: Int = 8,
     rxQueues: Int = 8,
     eqs: Int = 4,
-    descCache: Int = 32,
+    descCache: Int = 64,
     maxSegs: Int = 16,
     maxTxFrame: Int = 9216,
     maxRxFrame: Int = 9216,
     ports: Int = 2,
     cplSlots: Int = 64,
+    txSlots: Int = 64,
     usCycles: Int = 250,
     coreFreqKhz: Int = 250000,
-    dma: DmaParams = DmaParams(ramAddrBits = NicParams.RamAddrBits)
+    dma: DmaParams = DmaParams(ramAddrBits = NicParams.RamAddrBits, tags = 128, descSlots = 128)
 ) {
-  require(isPow2(txQueues) && txQueues >= 2 && txQueues <= 32, "txQueues: a power of two, 2..32")
-  require(isPow2(rxQueues) && rxQueues >= 2 && rxQueues <= 32, "rxQueues: a power of two, 2..32")
+  require(isPow2(txQueues) && txQueues >= 2 && txQueues <= 16, "txQueues: a power of two, 2..16")
+  require(isPow2(rxQueues) && rxQueues >= 2 && rxQueues <= 16, "rxQueues: a power of two, 2..16")
+  require(isPow2(txSlots) && txSlots >= 4 && txSlots <= 64, "txSlots: a power of two, 4..64 (6 bits of DMA tag)")
   require(eqs >= 1 && eqs <= 16, "eqs 1..16")
-  require(isPow2(descCache) && descCache >= 4 && descCache <= 64, "descCache: a power of two, 4..64")
+  require(isPow2(descCache) && descCache >= 4 && descCache <= 128, "descCache: a power of two, 4..128")
+  require(txQueues * descCache * 16 <= 32768 && rxQueues * descCache * 16 <= 32768, "descriptor RAMs: 32 KiB each at most")
   require(maxSegs >= 1 && maxSegs <= descCache, "maxSegs 1..descCache")
   require(ports == 2, "the NIC core has two ports")
   require(maxTxFrame >= 64 && maxTxFrame <= 16384 && maxTxFrame % 32 == 0, "maxTxFrame 64..16384, a multiple of 32")
@@ -44,6 +47,8 @@ case class NicParams(
   require(dma.ramAddrBits == NicParams.RamAddrBits, "the NIC's DMA RAM map has 18 address bits")
   def queueBits: Int = log2Ceil(math.max(txQueues, rxQueues))
   def cqs: Int = txQueues + rxQueues
+  /** Byte address bits of each descriptor RAM (TX, RX). */
+  def descRamAddrBits: Int = log2Ceil(math.max(txQueues, rxQueues) * descCache * 16).max(6)
 }
 
 object NicParams {
@@ -57,10 +62,12 @@ object NicParams {
   val RxRamBase = 0x00000
   val CplRamBase = 0x20000
 
-  /** DMA read tags: bits 7:6 say who asked. */
+  /** DMA read tags: bits 7:6 say who asked (TX data of port 0 or 1 with the packet slot in
+    * 5:0; TX or RX descriptor fetches with queue and fetch slot in 4:0). */
   val TagTxPort0 = 0
   val TagTxPort1 = 1
-  val TagDesc = 2
+  val TagTxDesc = 2
+  val TagRxDesc = 3
   /** DMA write tags: bit 7 says who asked (0 RX data, 1 completion writer). */
 
   def from(p: Params): NicParams = {
@@ -74,12 +81,13 @@ object NicParams {
       maxTxFrame = p.int("max_tx_frame", d.maxTxFrame),
       maxRxFrame = p.int("max_rx_frame", d.maxRxFrame),
       cplSlots = p.int("cpl_slots", d.cplSlots),
+      txSlots = p.int("tx_slots", d.txSlots),
       usCycles = p.int("us_cycles", d.usCycles),
       coreFreqKhz = p.int("core_freq_khz", d.coreFreqKhz),
       dma = DmaParams(
         ramAddrBits = RamAddrBits,
-        tags = p.int("tags", 32),
-        descSlots = p.int("desc_slots", 32),
+        tags = p.int("tags", 128),
+        descSlots = p.int("desc_slots", 128),
         cplTimeoutCycles = p.int("cpl_timeout_cycles", 12500),
         ramReadLatency = 2
       )

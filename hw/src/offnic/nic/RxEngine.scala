@@ -53,7 +53,7 @@ class RxEngine(val p: NicParams) extends Module {
   val q_cons = IO(Input(Vec(nq, UInt(16.W))))
   val consume = IO(Valid(new DescConsume(qb)))
   val busy = IO(Valid(UInt(qb.W)))
-  val desc_rd = IO(new DmaRamRead(12))
+  val desc_rd = IO(new DmaRamRead(p.descRamAddrBits))
   val cq_room = IO(Input(Vec(nq, Bool())))
   val reserve = IO(Valid(UInt(cb.W)))
   val ram_wr = IO(new DmaRamWrite(16))
@@ -192,8 +192,10 @@ class RxEngine(val p: NicParams) extends Module {
   consume.bits.count := 1.U
   reserve.valid := false.B
   reserve.bits := p.txQueues.U + qSel
-  // Also in the cycle it takes a descriptor, so the fetcher does not refill that queue then.
-  busy.valid := ds =/= D.Idle || frames.io.deq.valid
+  // Also in the cycle it takes a descriptor (not while it waits for one: the refill of a
+  // re-enabled queue must be able to happen then), so the fetcher does not refill that queue
+  // under it.
+  busy.valid := ds =/= D.Idle || ready
   busy.bits := Mux(ds === D.Idle, qSel, curQ)
   desc_rd.en := false.B
   val (dw, du) = Descriptor.slot(qSel, q_cons(qSel), p.descCache)
@@ -224,7 +226,8 @@ class RxEngine(val p: NicParams) extends Module {
 
   private val d = Descriptor.decode(desc_rd.data, descHalf)
   private val bufAddr = Reg(UInt(64.W))
-  m_wr_desc.valid := ds === D.Data
+  private val cplQ = Module(new Queue(new CplReq(p.queueBits), 4))
+  m_wr_desc.valid := ds === D.Data && cplQ.io.enq.ready
   m_wr_desc.bits.host_addr := bufAddr
   m_wr_desc.bits.ram_addr := RxRamBase.U + cur.start
   m_wr_desc.bits.len := cur.len
@@ -245,28 +248,33 @@ class RxEngine(val p: NicParams) extends Module {
       }.otherwise { ds := D.Data }
     }
     is(D.Data) {
-      when(m_wr_desc.ready) {
+      // The write and its completion are handed on in the same cycle (the completion
+      // queue then holds the completion until the completion writer takes it: always
+      // after the write has entered the DMA engine).
+      when(m_wr_desc.fire) {
         releases.io.enq.valid := true.B
         releases.io.enq.bits.end := endReg
         releases.io.enq.bits.afterWrite := true.B
-        ds := D.Cpl
+        ds := D.Idle
       }
     }
     is(D.Cpl) {
-      when(m_cpl.ready) { ds := D.Idle }
+      when(cplQ.io.enq.ready) { ds := D.Idle }
     }
   }
-  m_cpl.valid := ds === D.Cpl
-  m_cpl.bits.rx := true.B
-  m_cpl.bits.queue := curQ
-  m_cpl.bits.index := curIdx
-  m_cpl.bits.len := Mux(cur.len > 65535.U, 65535.U, cur.len)(15, 0)
-  m_cpl.bits.status := curStatus
-  m_cpl.bits.flags := Cat(curType =/= 0.U, true.B, cur.port)
-  m_cpl.bits.hash := curHash
-  m_cpl.bits.csum := curCsum
-  m_cpl.bits.rssType := curType
-  stat_packet.valid := ds === D.Cpl && m_cpl.ready && curStatus === CplStatus.Ok.U
+  m_cpl <> cplQ.io.deq
+  private val cplOut = cplQ.io.enq
+  cplOut.valid := ds === D.Cpl || m_wr_desc.fire
+  cplOut.bits.rx := true.B
+  cplOut.bits.queue := curQ
+  cplOut.bits.index := curIdx
+  cplOut.bits.len := Mux(cur.len > 65535.U, 65535.U, cur.len)(15, 0)
+  cplOut.bits.status := curStatus
+  cplOut.bits.flags := Cat(curType =/= 0.U, true.B, cur.port)
+  cplOut.bits.hash := curHash
+  cplOut.bits.csum := curCsum
+  cplOut.bits.rssType := curType
+  stat_packet.valid := cplOut.fire && curStatus === CplStatus.Ok.U
   stat_packet.bits := cur.len(15, 0)
 
   // ---- Release RX RAM in frame order

@@ -42,7 +42,7 @@ class TxEngine(val p: NicParams) extends Module {
   private val nq = p.txQueues
   private val qb = log2Ceil(nq)
   private val cb = log2Ceil(p.cqs)
-  private val slots = 32
+  private val slots = p.txSlots
   private val sb = log2Ceil(slots)
   private val ramBytes = RegionBytes
   private val segW = log2Ceil(p.maxSegs + 1)
@@ -57,7 +57,7 @@ class TxEngine(val p: NicParams) extends Module {
   val q_cons = IO(Input(Vec(nq, UInt(16.W))))
   val consume = IO(Valid(new DescConsume(qb)))
   val busy = IO(Valid(UInt(qb.W)))
-  val desc_rd = IO(new DmaRamRead(12))
+  val desc_rd = IO(new DmaRamRead(p.descRamAddrBits))
   val cq_room = IO(Input(Vec(nq, Bool())))
   val reserve = IO(Valid(UInt(cb.W)))
   val m_rd_desc = IO(Decoupled(new DmaDesc(RamAddrBits)))
@@ -136,7 +136,7 @@ class TxEngine(val p: NicParams) extends Module {
   m_rd_desc.bits.host_addr := segAddr(issueK(segIx - 1, 0))
   m_rd_desc.bits.ram_addr := Mux(port === 0.U, TxRamBase(0).U, TxRamBase(1).U) + pktStart + issueOff
   m_rd_desc.bits.len := segLen(issueK(segIx - 1, 0))
-  m_rd_desc.bits.tag := Cat(Mux(port === 0.U, TagTxPort0.U(2.W), TagTxPort1.U(2.W)), 0.U(1.W), pktSlot)
+  m_rd_desc.bits.tag := Cat(Mux(port === 0.U, TagTxPort0.U(2.W), TagTxPort1.U(2.W)), pktSlot.pad(6))
   stat_bad_desc := false.B
 
   private val d = Descriptor.decode(desc_rd.data, upperNext)
@@ -284,15 +284,19 @@ class TxEngine(val p: NicParams) extends Module {
     ram_rd(pt).en := issue
     ram_rd(pt).addr := wordAt
     val issueLast = words === 1.U
+    // What a beat needs besides its data travels with the read, so the next packet may
+    // start reading while this one's last words are still on their way.
     val pipeValid = ShiftRegister(issue, 2, false.B, true.B)
     val pipeLast = ShiftRegister(issueLast, 2)
+    val csumHeld = Reg(UInt(TxChecksum.CmdWidth.W))
+    val pipeKeep = ShiftRegister(Mux(issueLast, lastKeep, Fill(32, 1.U(1.W))), 2)
+    val pipeUser = ShiftRegister(csumHeld, 2)
     inflight := inflight + issue.asUInt - pipeValid.asUInt
     outQ.io.enq.valid := pipeValid
     outQ.io.enq.bits.tdata := ram_rd(pt).data
-    outQ.io.enq.bits.tkeep := Mux(pipeLast, lastKeep, Fill(32, 1.U(1.W)))
+    outQ.io.enq.bits.tkeep := pipeKeep
     outQ.io.enq.bits.tlast := pipeLast
-    val csumHeld = Reg(UInt(TxChecksum.CmdWidth.W))
-    outQ.io.enq.bits.tuser := csumHeld
+    outQ.io.enq.bits.tuser := pipeUser
     m_axis(pt).tvalid := outQ.io.deq.valid
     m_axis(pt).tdata := outQ.io.deq.bits.tdata
     m_axis(pt).tkeep := outQ.io.deq.bits.tkeep
@@ -304,7 +308,10 @@ class TxEngine(val p: NicParams) extends Module {
       words := words - 1.U
       wordAt := wordAt + 1.U
     }
-    val c = cplArb.io.in(pt)
+    // Completions wait in a small queue, so the streamer moves on to the next packet.
+    val cplQ = Module(new Queue(new CplReq(p.queueBits), 4))
+    cplArb.io.in(pt) <> cplQ.io.deq
+    val c = cplQ.io.enq
     c.valid := st === T.Cpl
     c.bits.rx := false.B
     c.bits.queue := rec.queue
@@ -332,7 +339,8 @@ class TxEngine(val p: NicParams) extends Module {
         }
       }
       is(T.Stream) {
-        when(words === 0.U && inflight === 0.U) { st := T.Cpl }
+        // Every read is issued: the data follows in order, the completion may go ahead.
+        when(words === 0.U) { st := T.Cpl }
       }
       is(T.Cpl) {
         when(c.ready) {

@@ -65,25 +65,18 @@ class DmaWrite(val p: DmaParams) extends Module {
   private val curBad = Reg(Bool())
   private val chunkR = Reg(UInt(13.W))
 
-  descQ.io.deq.ready := !busy
-  when(descQ.io.deq.fire) {
-    val d = descQ.io.deq.bits
-    busy := true.B
-    prepared := false.B
-    curHost := d.host_addr
-    curRam := d.ram_addr
-    curLeft := d.len
-    curTag := d.tag
-    curBad := d.len > DmaParams.MaxLen.U
-  }
-
-  // Step 1: the TLP's size.
+  // Step 1: the TLP's size: for a new descriptor's first TLP as it is taken (so
+  // descriptors of one TLP each go through at one per cycle), for later TLPs of a long one
+  // in a cycle of their own.
   private val maxPayload = RegNext(cfg_max_payload, 0.U)
   private val mps = DmaUtil.sizeFromCode(maxPayload, p.maxPayloadBytes)
-  private val toBoundary = mps - (curHost(11, 0) & (mps - 1.U))
+  private def chunkFor(host: UInt, left: UInt): UInt = {
+    val toBoundary = mps - (host(11, 0) & (mps - 1.U))
+    Mux(left < toBoundary, left(12, 0), toBoundary)
+  }
   when(busy && !prepared) {
     prepared := true.B
-    chunkR := Mux(curLeft < toBoundary, curLeft(12, 0), toBoundary)
+    chunkR := chunkFor(curHost, curLeft)
   }
 
   // Step 2: everything the scheduler and aligner need about it.
@@ -127,6 +120,18 @@ class DmaWrite(val p: DmaParams) extends Module {
     curRam := curRam + chunkR
     curLeft := curLeft - chunkR
     when(t.last) { busy := false.B }
+  }
+  descQ.io.deq.ready := !busy || (tlpQ.io.enq.fire && t.last)
+  when(descQ.io.deq.fire) {
+    val d = descQ.io.deq.bits
+    busy := true.B
+    prepared := true.B
+    chunkR := chunkFor(d.host_addr, d.len)
+    curHost := d.host_addr
+    curRam := d.ram_addr
+    curLeft := d.len
+    curTag := d.tag
+    curBad := d.len > DmaParams.MaxLen.U
   }
 
   // ------------------------------------------------------------------ scheduler

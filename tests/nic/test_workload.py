@@ -1,0 +1,77 @@
+"""`./offnic demo` and `./offnic bench base` in miniature, so CI keeps them working: the
+workload (sim/offnic_sim/workload.py) runs a short demo case (10 us window, both ports,
+both directions, IMIX + jumbo), a 1518-byte bench case and an unloaded-latency probe on
+the whole NIC; then the report code (sim/offnic_sim/report.py) must produce every field
+the demo report and the bench records promise, with sane values, and both plots.
+"""
+import json
+
+import cocotb
+
+from offnic_sim import report, workload
+from offnic_sim.harness import run_cocotb
+from offnic_sim.hw import Design
+
+NIC = Design.of("nic.Nic", addr_bits=24, board_id=0)
+
+
+@cocotb.test(timeout_time=2, timeout_unit="ms")
+async def tiny_workload(dut):
+    await workload.run_from_config(dut)  # what `./offnic demo` / `bench` run, with this test's cases
+
+
+def check_stream(name: str, r: dict) -> None:
+    assert 0 < r["gbps"] <= 25.0 * 1.01, (name, r)
+    assert 0 < r["line_rate_pct"] <= 101.0, (name, r)
+    assert r["mpps"] > 0, (name, r)
+    assert 1.0 < r["pcie_bytes_per_payload_byte"] < 5.0, (name, r)
+    lat = r["latency_ns"]
+    assert lat["count"] > 0 and 0 < lat["p50"] <= lat["p90"] <= lat["p99"] <= lat["max"] < 100_000, (name, lat)
+
+
+def test_workload(tmp_path):
+    out = tmp_path / "raw.json"
+    cases = workload.demo_cases(window_us=10.0) + [workload.make_case("1518B-2p-bidir", [[1518, 1]], 2, "bidir", 10.0)]
+    cases[1]["frames_per_size"] = 2   # the probe: two frames per size
+    run_cocotb(NIC, __name__, bench={"cases": cases, "out": str(out), "seed": 1})
+    run = json.loads(out.read_text())
+    assert not run["driver_errors"], run["driver_errors"]
+    demo, probe, bench = run["cases"]
+
+    # the demo's report: every stream, its numbers, the text and the plot
+    text, a = report.demo_report(run, wall_s=1.0, png="demo.png")
+    assert sorted(a["streams"]) == ["rx0", "rx1", "tx0", "tx1"]
+    for s, r in a["streams"].items():
+        check_stream(s, r)
+    assert a["packets"] > 100 and a["interrupts"] > 0 and a["events"] > 0
+    assert 0 < a["interrupts_per_packet"] < 1
+    assert a["pcie"]["bytes_per_payload_byte"] > 1.0
+    assert set(a["pcie"]["interface_busy_pct"]) >= {"rq", "rc"}
+    for key in ("port 0 TX host->wire", "port 1 RX wire->host", "unloaded", "drops and errors", "interrupts",
+                "PCIe Gen3 x8", "DMA reads waiting"):
+        assert key in text, (key, text)
+    for size in ("64", "1500"):
+        d = probe["probe"][size]
+        assert len(d["host_to_wire_ns"]) == 2 and all(1000 < x < 20_000 for x in d["host_to_wire_ns"]), d
+        assert all(0 < x < 10_000 for x in d["wire_to_completion_ns"]), d
+    png = tmp_path / "demo.png"
+    report.demo_plot(run, png)
+    assert png.stat().st_size > 10_000
+
+    # a bench record: the fields results/bench-base.json promises
+    recs = report.bench_records([{**run, "cases": [bench]}])
+    theory, meta, rec = recs
+    assert theory["kind"] == "pcie_gen3_x8_usable" and 57 < theory["usable_gbps"] < 58
+    assert meta["kind"] == "run"
+    for k in ("frame_size", "ports", "direction", "gbps", "mpps", "line_rate_pct", "pcie_bytes_per_payload_byte",
+              "latency_host_to_wire_ns", "latency_wire_to_completion_ns", "drops", "pcie_usable_pct"):
+        assert k in rec, k
+    assert rec["frame_size"] == 1518 and rec["ports"] == 2 and rec["direction"] == "bidir"
+    # 1518-byte frames: the NIC holds line rate on both ports, both ways (measured 98-100%)
+    assert rec["line_rate_pct"] > 90, rec
+    assert 1.1 < rec["pcie_bytes_per_payload_byte"] < 1.4, rec
+    assert rec["latency_host_to_wire_ns"]["p50"] > 0 and rec["latency_wire_to_completion_ns"]["p99"] > 0
+    assert rec["rx_drop_pct"] < 5, rec
+    print(report.bench_table(recs))
+    report.bench_plot(recs, tmp_path / "bench.png")
+    assert (tmp_path / "bench.png").stat().st_size > 10_000
