@@ -122,9 +122,22 @@ class DescFetch(val n: Int, val depth: Int, val ramBase: Int, val tagBase: Int, 
   m_rd_desc.bits := outBits
   when(m_rd_desc.fire) { out := false.B }
 
+  // Statuses (decoded here because a failing fetch stops its queue in the same cycle).
+  private val stTag = s_rd_status.bits.tag
+  private val stOk = s_rd_status.bits.error === 0.U
+  private val stQ = stTag(qb + sb - 1, sb)
+  private val stS = stTag(sb - 1, 0)
+  private val stMine = s_rd_status.valid && stTag(7, qb + sb) === (tagBase >> (qb + sb)).U
+  private val failing = VecInit((0 until n).map(q => stMine && stQ === q.U && !stOk && !sStale(q)(stS)))
+  /** Fetches from before a refill or an error still in flight (they are the oldest): their
+    * data may still land in the cache slots a new fetch would use, so none is issued until
+    * they are back. */
+  private val staleInFlight = VecInit((0 until n).map(q => inFlight(q) =/= 0.U && sStale(q)(rd(q)(sb - 1, 0))))
+
   private val next = RegInit(0.U(qb.W))
   private val cand = VecInit((0 until n).map { q =>
-    want(q) =/= 0.U && inFlight(q) =/= slots.U && !changed(q) && !enEdge(q) && cfg(q).enable
+    want(q) =/= 0.U && inFlight(q) =/= slots.U && !changed(q) && !enEdge(q) && cfg(q).enable &&
+      !err(q) && !failing(q) && !staleInFlight(q)
   })
   private val order = (0 until n).map(i => (next + i.U(qb.W))(qb - 1, 0))
   private val any = cand.asUInt.orR
@@ -143,25 +156,18 @@ class DescFetch(val n: Int, val depth: Int, val ramBase: Int, val tagBase: Int, 
   }
 
   // ---- Statuses, retirement in issue order, enable edges, consumption.
-  private val stTag = s_rd_status.bits.tag
-  private val stOk = s_rd_status.bits.error === 0.U
-  private val stQ = stTag(qb + sb - 1, sb)
-  private val stS = stTag(sb - 1, 0)
-  private val stMine = s_rd_status.valid && stTag(7, qb + sb) === (tagBase >> (qb + sb)).U
   stat_error := false.B
   for (q <- 0 until n) {
     val mine = issue && pick === q.U
     val hit = stMine && stQ === q.U
     val held = busy.valid && busy.bits === q.U
     val refill = reinit(q) && !held
-    changed(q) := mine || refill || enEdge(q)
+    changed(q) := mine || refill || enEdge(q) || failing(q)
 
     // A status marks its fetch done; a failed live one puts the queue in error, which
     // makes every fetch of the queue stale.
-    val hitStale = sStale(q)(stS)
     when(hit) { sDone(q)(stS) := true.B }
-    val failing = hit && !stOk && !hitStale
-    when(failing) {
+    when(failing(q)) {
       err(q) := true.B
       stat_error := true.B
       for (s <- 0 until slots) { sStale(q)(s) := true.B }
@@ -174,7 +180,7 @@ class DescFetch(val n: Int, val depth: Int, val ramBase: Int, val tagBase: Int, 
     when(retire) {
       rd(q) := rd(q) + 1.U
       sDone(q)(head) := false.B
-      when(!sStale(q)(head) && !err(q) && !failing) { fetched(q) := sEnd(q)(head) }
+      when(!sStale(q)(head) && !err(q) && !failing(q)) { fetched(q) := sEnd(q)(head) }
     }
 
     when(mine) {

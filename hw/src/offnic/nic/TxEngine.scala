@@ -143,22 +143,28 @@ class TxEngine(val p: NicParams) extends Module {
   private val walkK = Wire(UInt(availW.W))
   walkK := 0.U
 
-  switch(state) {
-    is(S.Idle) {
-      when(cand.asUInt.orR) {
-        q := pick
-        port := cfg_port(pick)
-        rr := pick + 1.U
-        j := 0.U
-        total := 0.U
-        bad := false.B
-        state := S.Walk
-        val (w, u) = Descriptor.slot(pick, consLow(pick), p.descCache)
-        desc_rd.en := true.B
-        desc_rd.addr := w
-        upperNext := u
-      }
+  /** Pick the next packet's queue and read its first descriptor; or go idle. Used when
+    * idle and in the last cycle of the previous packet, so packets follow each other
+    * without an idle cycle. */
+  private def startNext(): Unit = {
+    state := S.Idle
+    when(cand.asUInt.orR) {
+      q := pick
+      port := cfg_port(pick)
+      rr := pick + 1.U
+      j := 0.U
+      total := 0.U
+      bad := false.B
+      state := S.Walk
+      val (w, u) = Descriptor.slot(pick, consLow(pick), p.descCache)
+      desc_rd.en := true.B
+      desc_rd.addr := w
+      upperNext := u
     }
+  }
+
+  switch(state) {
+    is(S.Idle) { startNext() }
     is(S.Walk) {
       // desc_rd.data holds descriptor j of the chain.
       when(j < p.maxSegs.U) {
@@ -248,7 +254,7 @@ class TxEngine(val p: NicParams) extends Module {
       when(m_rd_desc.ready || skip) {
         issueOff := issueOff + segLen(issueK(segIx - 1, 0))
         issueK := issueK + 1.U
-        when(last) { state := S.Idle }
+        when(last) { startNext() }
       }
     }
   }
