@@ -1,7 +1,9 @@
 """The whole NIC under random traffic: both ports, both directions at once, frame sizes
 from 60 B to 9 KB jumbo frames, scatter/gather, rings small enough to wrap many times,
-several TX queues sharing a port. A scoreboard checks that every frame arrives once,
-intact, on the right port or queue, in order per queue; then the counters must agree.
+several TX queues sharing a port. A scoreboard checks that every TX frame arrives once,
+intact, on the right port, in order per queue; that RX frames arrive intact, in order,
+on the right queue, any missing one counted as dropped (16 buffers per ring: a burst of
+small frames can outrun the driver's refill); then the counters must agree.
 """
 import random
 
@@ -79,20 +81,19 @@ async def random_traffic(dut):
             await tb.ports[port].send(f)
         return frames
 
-    async def take(q: int) -> list:
-        return [await drv.recv(q, timeout_us=None) for _ in range(n_rx)]
 
     wires = [cocotb.start_soon(wire(p, n_tx * sum(1 for v in txq_port.values() if v == p))) for p in range(2)]
     txs = [cocotb.start_soon(tx(q)) for q in txq_port]
     rx_in = [cocotb.start_soon(rx(p)) for p in range(2)]
-    rx_out = [cocotb.start_soon(take(p)) for p in range(2)]
     try:
-        await with_timeout(Combine(*wires, *txs, *rx_in, *rx_out), 4000, "us")
+        await with_timeout(Combine(*wires, *txs, *rx_in), 4000, "us")
     except SimTimeoutError:
         dut._log.error("stuck: on wire %s, RX taken %s, NIC %s", {p: len(v) for p, v in on_wire.items()},
                        [drv.rx_pending(p) for p in range(2)], await tb.snapshot())
         raise
     await drv.wait_tx()
+    await Timer(50, "us")  # the last RX frames reach the host
+    rx_out = [[await drv.recv(p, timeout_us=1) for _ in range(drv.rx_pending(p))] for p in range(2)]
 
     # TX: per port, the frames of each queue in order, intact, none missing or extra.
     for port in range(2):
@@ -105,22 +106,33 @@ async def random_traffic(dut):
             assert len(mine) == len(want), f"TX queue {q}: {len(mine)} frames on the wire, sent {len(want)}"
             for i, (a, b) in enumerate(zip(mine, want)):
                 assert a[:len(b)] == b, f"TX queue {q} frame {i} ({len(b)} B) differs"
-    # RX: in order per port, intact, with the right port.
+    # RX: per port, an in-order subsequence of what was sent, intact, with the right port;
+    # a frame may only be missing if the NIC counted it dropped. With 16 buffers per ring a
+    # burst of small frames can outrun the driver's refill (drop_no_desc): legal, counted.
+    rxe = await drv.counters("rx_engine")
+    delivered = 0
     for port in range(2):
         frames = rx_in[port].result()
-        pkts = rx_out[port].result()
-        for i, (f, pkt) in enumerate(zip(frames, pkts)):
-            assert pkt.ok, f"RX port {port} frame {i}: {pkt}"
-            assert pkt.port == port
-            assert pkt.data == f, f"RX port {port} frame {i} ({len(f)} B) differs"
+        by_tag = {f[14:22]: i for i, f in enumerate(frames)}
+        last = -1
+        for pkt in rx_out[port]:
+            assert pkt.ok and pkt.port == port, f"RX port {port}: {pkt}"
+            i = by_tag.get(pkt.data[14:22])
+            assert i is not None and i > last, f"RX port {port}: a frame out of order, twice or never sent"
+            assert pkt.data == frames[i], f"RX port {port} frame {i} ({len(frames[i])} B) differs"
+            last = i
+        delivered += len(rx_out[port])
+    dropped = rxe["drop_no_desc"] + rxe["drop_cq_full"] + rxe["drop_disabled"]
+    assert delivered + dropped == 2 * n_rx, f"RX: {delivered} delivered + {dropped} counted drops != {2 * n_rx} sent"
+    assert dropped <= n_rx // 5, f"RX: {dropped} of {2 * n_rx} frames dropped: the driver should mostly keep up"
     # Counters agree with what happened.
     total_tx = n_tx * len(txq_port)
     txe = await drv.counters("tx_engine")
     rxe = await drv.counters("rx_engine")
     assert txe["packets"] == total_tx, txe
     assert txe["bytes_lo"] == sum(len(f) for v in sent.values() for f in v), txe
-    assert rxe["packets"] == 2 * n_rx, rxe
-    for k in ("drop_disabled", "drop_no_desc", "drop_cq_full", "too_long", "dma_errors"):
+    assert rxe["packets"] == delivered, rxe
+    for k in ("drop_disabled", "drop_cq_full", "too_long", "dma_errors"):
         assert rxe[k] == 0, rxe
     for port in range(2):
         pc = await drv.port_counters(port)
