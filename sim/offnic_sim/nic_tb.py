@@ -31,6 +31,16 @@ def quiet(*loggers) -> None:
         lg.setLevel(logging.WARNING)
 
 
+async def nic_counters(drv: OffnicDriver) -> dict:
+    """The NIC's counters by block (engines, DMA, event queues, each port)."""
+    out = {}
+    for name in ("tx_engine", "rx_engine", "dma", "eqs"):
+        out[name] = await drv.counters(name)
+    for k in range(2):
+        out[f"port{k}"] = await drv.port_counters(k)
+    return out
+
+
 class Port:
     """One Ethernet port's far end: frames into the NIC (XgmiiSource on its RX XGMII) and
     out of it (XgmiiSink on its TX XGMII), in the port's MAC clock domain."""
@@ -121,11 +131,7 @@ class NicTB:
     async def snapshot(self) -> dict:
         """Every counter and every open queue's indexes, for a report or a failure message."""
         drv = self.drv
-        out = {}
-        for name in ("tx_engine", "rx_engine", "dma", "eqs"):
-            out[name] = await drv.counters(name)
-        for k in range(2):
-            out[f"port{k}"] = await drv.port_counters(k)
+        out = await nic_counters(drv)
         for kind in ("tx", "rx"):
             for q in drv.queues[kind]:
                 e = drv.entry(f"{kind}_queues", q)

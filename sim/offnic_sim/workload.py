@@ -54,7 +54,7 @@ from cocotbext.pcie.core.dllp import Dllp
 from cocotbext.pcie.core.tlp import TlpType
 
 from offnic_sim.harness import bench_config
-from offnic_sim.nic_tb import CORE_PERIOD_NS, NicTB
+from offnic_sim.nic_tb import CORE_PERIOD_NS, NicTB, nic_counters
 
 LINE_GBPS = 25.0
 WIRE_OVERHEAD = 20          # preamble + SFD (8) + average inter-frame gap (12), bytes per frame
@@ -315,13 +315,7 @@ class Workload:
     # ---- counters
 
     async def counters(self) -> dict:
-        drv = self.drv
-        out = {}
-        for name in ("tx_engine", "rx_engine", "dma", "eqs"):
-            out[name] = await drv.counters(name)
-        for k in range(2):
-            out[f"port{k}"] = await drv.port_counters(k)
-        return out
+        return await nic_counters(self.drv)
 
     @staticmethod
     def delta(a: dict, b: dict) -> dict:
