@@ -13,6 +13,36 @@ class QueueCfg extends Bundle {
   val prod = UInt(16.W)
 }
 
+/** A TX or RX engine's side of its queues: their registers, the descriptor caches
+  * (DescFetch) and the descriptor RAM's read port, the completion queues' room; and what the
+  * engine gives back (descriptors taken, the queue it is reading, completion reservations). */
+class QueueSide(val n: Int, val p: NicParams) extends Bundle {
+  val cfg = Input(Vec(n, new QueueCfg))
+  val avail = Input(Vec(n, UInt((log2Ceil(p.descCache) + 1).W)))
+  val error = Input(Vec(n, Bool()))
+  val cons = Input(Vec(n, UInt(16.W)))
+  val consume = Output(Valid(new DescConsume(log2Ceil(n))))
+  val busy = Output(Valid(UInt(log2Ceil(n).W)))
+  val desc_rd = new offnic.pcie.DmaRamRead(p.descRamAddrBits)
+  val cq_room = Input(Vec(n, Bool()))
+  val reserve = Output(Valid(UInt(log2Ceil(p.cqs).W)))
+}
+
+object QueueSide {
+  /** Joins an engine's side to its descriptor fetcher, descriptor RAM and completion queues. */
+  def connect(side: QueueSide, fetch: DescFetch, ram: offnic.pcie.DmaRam, room: Seq[Bool], reserve: Valid[UInt]): Unit = {
+    side.cfg := fetch.cfg
+    side.avail := fetch.avail
+    side.error := fetch.error
+    side.cons := fetch.cons
+    fetch.consume := side.consume
+    fetch.busy := side.busy
+    ram.rd <> side.desc_rd
+    side.cq_room := VecInit(room)
+    reserve := side.reserve
+  }
+}
+
 /** Descriptors taken by an engine from a queue's on-chip cache. */
 class DescConsume(queueBits: Int) extends Bundle {
   val queue = UInt(queueBits.W)

@@ -158,29 +158,13 @@ class Nic(val c: DeviceRegsParams, val p: NicParams, val portMbps: Seq[Int]) ext
 
   // ---- TX
   private val tx = Module(new TxEngine(p))
-  tx.cfg := txFetch.cfg
+  QueueSide.connect(tx.queues, txFetch, txDescRam, cpl.room.take(p.txQueues), cpl.reserve(0))
   for (i <- 0 until p.txQueues) tx.cfg_port(i) := txqB.entries(i).value("control")(16)
-  tx.avail := txFetch.avail
-  tx.q_error := txFetch.error
-  tx.q_cons := txFetch.cons
-  txFetch.consume := tx.consume
-  txFetch.busy := tx.busy
-  txDescRam.rd <> tx.desc_rd
-  tx.cq_room := VecInit(cpl.room.take(p.txQueues))
-  cpl.reserve(0) := tx.reserve
   for (pt <- 0 until 2) txRam(pt).rd <> tx.ram_rd(pt)
 
   // ---- RX
   private val rx = Module(new RxEngine(p))
-  rx.cfg := rxFetch.cfg
-  rx.avail := rxFetch.avail
-  rx.q_error := rxFetch.error
-  rx.q_cons := rxFetch.cons
-  rxFetch.consume := rx.consume
-  rxFetch.busy := rx.busy
-  rxDescRam.rd <> rx.desc_rd
-  rx.cq_room := VecInit(cpl.room.drop(p.txQueues))
-  cpl.reserve(1) := rx.reserve
+  QueueSide.connect(rx.queues, rxFetch, rxDescRam, cpl.room.drop(p.txQueues), cpl.reserve(1))
   rxRam.wr <> rx.ram_wr
   rx.cfg_csum_start := rxeB.hw.value("csum_start")(15, 0)
   rx.cfg_default_queue(0) := rxeB.hw.value("default_queue")(7, 0)

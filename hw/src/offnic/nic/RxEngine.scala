@@ -4,7 +4,7 @@ import chisel3._
 import chisel3.util._
 import offnic.axis.{AxisArbiter, AxisIO, AxisParams, ArbiterMode}
 import offnic.offload.{RssHash, RssHashType, RxChecksum}
-import offnic.pcie.{DmaDesc, DmaRamRead, DmaRamWrite, DmaStatus}
+import offnic.pcie.{DmaDesc, DmaRamWrite, DmaStatus}
 
 /** RSS configuration from the `rss` register block. */
 class RssCfg(queueBits: Int) extends Bundle {
@@ -42,20 +42,11 @@ class RxEngine(val p: NicParams) extends Module {
   private val nq = p.rxQueues
   private val qb = log2Ceil(nq)
   private val cb = log2Ceil(p.cqs)
-  private val availW = log2Ceil(p.descCache) + 1
   private val rssQueueBits = 8
   private val axisP = AxisParams(32)
 
   val s_axis = IO(Vec(2, Flipped(new AxisIO(axisP))))
-  val cfg = IO(Input(Vec(nq, new QueueCfg)))
-  val avail = IO(Input(Vec(nq, UInt(availW.W))))
-  val q_error = IO(Input(Vec(nq, Bool())))
-  val q_cons = IO(Input(Vec(nq, UInt(16.W))))
-  val consume = IO(Valid(new DescConsume(qb)))
-  val busy = IO(Valid(UInt(qb.W)))
-  val desc_rd = IO(new DmaRamRead(p.descRamAddrBits))
-  val cq_room = IO(Input(Vec(nq, Bool())))
-  val reserve = IO(Valid(UInt(cb.W)))
+  val queues = IO(new QueueSide(nq, p))
   val ram_wr = IO(new DmaRamWrite(16))
   val m_wr_desc = IO(Decoupled(new DmaDesc(RamAddrBits)))
   val s_wr_status = IO(Flipped(Valid(new DmaStatus)))
@@ -69,6 +60,15 @@ class RxEngine(val p: NicParams) extends Module {
   val stat_drop_cq_full = IO(Output(Bool()))
   val stat_too_long = IO(Output(Bool()))
   val stat_dma_error = IO(Output(Bool()))
+  private val cfg = queues.cfg
+  private val avail = queues.avail
+  private val q_error = queues.error
+  private val q_cons = queues.cons
+  private val consume = queues.consume
+  private val busy = queues.busy
+  private val desc_rd = queues.desc_rd
+  private val cq_room = queues.cq_room
+  private val reserve = queues.reserve
 
   // ---- Ports -> checksum -> RSS
   private val arb = Module(new AxisArbiter(axisP, 2, ArbiterMode.RoundRobin, tagSource = true))

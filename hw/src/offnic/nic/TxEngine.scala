@@ -4,7 +4,7 @@ import chisel3._
 import chisel3.util._
 import offnic.axis.{AxisIO, AxisParams}
 import offnic.offload.TxChecksum
-import offnic.pcie.{DmaDesc, DmaRamRead, DmaStatus}
+import offnic.pcie.{DmaDesc, DmaRamRead}
 
 /** A TX packet waiting in a port's TX RAM (or failed before it got there). */
 class TxPacket(queueBits: Int) extends Bundle {
@@ -50,16 +50,8 @@ class TxEngine(val p: NicParams) extends Module {
   private val availW = log2Ceil(p.descCache) + 1
   val axisP: AxisParams = AxisParams(32, userWidth = TxChecksum.CmdWidth)
 
-  val cfg = IO(Input(Vec(nq, new QueueCfg)))
+  val queues = IO(new QueueSide(nq, p))
   val cfg_port = IO(Input(Vec(nq, UInt(1.W))))
-  val avail = IO(Input(Vec(nq, UInt(availW.W))))
-  val q_error = IO(Input(Vec(nq, Bool())))
-  val q_cons = IO(Input(Vec(nq, UInt(16.W))))
-  val consume = IO(Valid(new DescConsume(qb)))
-  val busy = IO(Valid(UInt(qb.W)))
-  val desc_rd = IO(new DmaRamRead(p.descRamAddrBits))
-  val cq_room = IO(Input(Vec(nq, Bool())))
-  val reserve = IO(Valid(UInt(cb.W)))
   val m_rd_desc = IO(Decoupled(new DmaDesc(RamAddrBits)))
   val s_rd_status = IO(Vec(2, Flipped(Valid(new SegDone(sb)))))
   val ram_rd = IO(Vec(2, new DmaRamRead(16)))
@@ -68,6 +60,15 @@ class TxEngine(val p: NicParams) extends Module {
   val stat_packet = IO(Output(Vec(2, Valid(UInt(16.W))))) // a frame left for port i (bytes)
   val stat_dma_error = IO(Output(Bool()))
   val stat_bad_desc = IO(Output(Bool()))
+  private val cfg = queues.cfg
+  private val avail = queues.avail
+  private val q_error = queues.error
+  private val q_cons = queues.cons
+  private val consume = queues.consume
+  private val busy = queues.busy
+  private val desc_rd = queues.desc_rd
+  private val cq_room = queues.cq_room
+  private val reserve = queues.reserve
 
   // ---- Per-port packet tables and RAM rings
   private val table = Seq.fill(2)(Mem(slots, new TxPacket(qb)))
@@ -140,8 +141,6 @@ class TxEngine(val p: NicParams) extends Module {
   stat_bad_desc := false.B
 
   private val d = Descriptor.decode(desc_rd.data, upperNext)
-  private val walkK = Wire(UInt(availW.W))
-  walkK := 0.U
 
   /** Pick the next packet's queue and read its first descriptor; or go idle. Used when
     * idle and in the last cycle of the previous packet, so packets follow each other
