@@ -27,6 +27,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+DMA_READ_TAGS = 128  # the NIC's DMA read tags (NicParams: tags)
+
 LINE_GBPS = 25.0
 WIRE_OVERHEAD = 20
 CORE_PERIOD_NS = 4.0
@@ -534,14 +536,15 @@ def demo_report(run: dict, wall_s: float | None = None, png: str | None = None) 
              f"RC (read data) {ib.get('rc', 0):.0f}%, CQ (register writes) {ib.get('cq', 0):.0f}%")
     hr = a["host_reads_in_flight"]
     fetch = ", ".join(f"{s} {r['descs_per_fetch']}" for s, r in sorted(st.items()) if r.get("descs_per_fetch"))
-    L.append(f"  DMA reads waiting at the host: mean {hr['mean']:.1f}, max {hr['max']} (the base design has 32 tags); "
+    L.append(f"  DMA reads waiting at the host: mean {hr['mean']:.1f}, max {hr['max']} (the NIC has {DMA_READ_TAGS} tags); "
              f"descriptors per fetch: {fetch} (on-chip cache: {run.get('desc_cache', '?')} per queue)")
     near = [(v, f"{name} {v:.0f}%") for v, name in (
         (ib.get("rq", 0), "RQ interface (every DMA write and read request)"), (ib.get("rc", 0), "RC interface (read data)"),
         (p["link_util_pct_up"], "PCIe link NIC->host"), (p["link_util_pct_down"], "PCIe link host->NIC"))
         if v >= 85]
-    if hr["max"] >= 32 and hr["mean"] >= 16:
-        near.append((100 * hr["mean"] / 32, f"DMA read tags (all 32 in use at times, {hr['mean']:.0f} on average)"))
+    if hr["max"] >= DMA_READ_TAGS and hr["mean"] >= DMA_READ_TAGS // 2:
+        near.append((100 * hr["mean"] / DMA_READ_TAGS,
+                     f"DMA read tags (all {DMA_READ_TAGS} in use at times, {hr['mean']:.0f} on average)"))
     L.append("  near their limit in the window: " + (", ".join(x for _, x in sorted(near, reverse=True)) if near else "nothing"))
     if run.get("driver_errors"):
         L.append(f"  DRIVER ERRORS: {run['driver_errors'][:3]}")
