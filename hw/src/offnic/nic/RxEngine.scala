@@ -60,15 +60,6 @@ class RxEngine(val p: NicParams) extends Module {
   val stat_drop_cq_full = IO(Output(Bool()))
   val stat_too_long = IO(Output(Bool()))
   val stat_dma_error = IO(Output(Bool()))
-  private val cfg = queues.cfg
-  private val avail = queues.avail
-  private val q_error = queues.error
-  private val q_cons = queues.cons
-  private val consume = queues.consume
-  private val busy = queues.busy
-  private val desc_rd = queues.desc_rd
-  private val cq_room = queues.cq_room
-  private val reserve = queues.reserve
 
   // ---- Ports -> checksum -> RSS
   private val arb = Module(new AxisArbiter(axisP, 2, ArbiterMode.RoundRobin, tagSource = true))
@@ -168,15 +159,15 @@ class RxEngine(val p: NicParams) extends Module {
   private val qFull = Mux(useRss, rQueue, cfg_default_queue(hd.port))
   private val qSel = qFull(qb - 1, 0)
   private val qExists = qFull < nq.U
-  private val qOn = qExists && cfg(qSel).enable && !q_error(qSel)
+  private val qOn = qExists && queues.cfg(qSel).enable && !queues.error(qSel)
   // The host has posted buffers the fetcher has not brought in yet: wait for them (about
   // one host read latency) rather than drop; the ports' FIFOs absorb the pause.
-  private val fetchPending = qOn && avail(qSel) === 0.U && cfg(qSel).prod =/= q_cons(qSel)
+  private val fetchPending = qOn && queues.avail(qSel) === 0.U && queues.cfg(qSel).prod =/= queues.cons(qSel)
   private val ready = frames.io.deq.valid && csum.m_axis_csum.tvalid && rss.m_axis_rss.tvalid &&
     releases.io.enq.ready && ds === D.Idle && !fetchPending
   private val dropDisabled = !qOn
-  private val dropNoDesc = qOn && avail(qSel) === 0.U
-  private val dropCqFull = qOn && avail(qSel) =/= 0.U && !cq_room(qSel)
+  private val dropNoDesc = qOn && queues.avail(qSel) === 0.U
+  private val dropCqFull = qOn && queues.avail(qSel) =/= 0.U && !queues.cq_room(qSel)
   private val drop = dropDisabled || dropNoDesc || dropCqFull
   private val hdWords = Mux(hd.cut, maxBeats.U, hd.len(13, 5) +& (hd.len(4, 0) =/= 0.U)) // uncut: len <= maxRxFrame
   private val hdEnd = hd.start + Cat(hdWords, 0.U(5.W))
@@ -187,19 +178,19 @@ class RxEngine(val p: NicParams) extends Module {
   releases.io.enq.valid := false.B
   releases.io.enq.bits.end := hdEnd
   releases.io.enq.bits.afterWrite := false.B
-  consume.valid := false.B
-  consume.bits.queue := qSel
-  consume.bits.count := 1.U
-  reserve.valid := false.B
-  reserve.bits := p.txQueues.U + qSel
+  queues.consume.valid := false.B
+  queues.consume.bits.queue := qSel
+  queues.consume.bits.count := 1.U
+  queues.reserve.valid := false.B
+  queues.reserve.bits := p.txQueues.U + qSel
   // Also in the cycle it takes a descriptor (not while it waits for one: the refill of a
   // re-enabled queue must be able to happen then), so the fetcher does not refill that queue
   // under it.
-  busy.valid := ds =/= D.Idle || ready
-  busy.bits := Mux(ds === D.Idle, qSel, curQ)
-  desc_rd.en := false.B
-  val (dw, du) = Descriptor.slot(qSel, q_cons(qSel), p.descCache)
-  desc_rd.addr := dw
+  queues.busy.valid := ds =/= D.Idle || ready
+  queues.busy.bits := Mux(ds === D.Idle, qSel, curQ)
+  queues.desc_rd.en := false.B
+  val (dw, du) = Descriptor.slot(qSel, queues.cons(qSel), p.descCache)
+  queues.desc_rd.addr := dw
   stat_drop_disabled := ready && dropDisabled
   stat_drop_no_desc := ready && dropNoDesc
   stat_drop_cq_full := ready && dropCqFull
@@ -208,7 +199,7 @@ class RxEngine(val p: NicParams) extends Module {
   when(ready) {
     cur := hd
     curQ := qSel
-    curIdx := q_cons(qSel)
+    curIdx := queues.cons(qSel)
     curCsum := csum.m_axis_csum.tdata
     curHash := rHash
     curType := rType
@@ -217,14 +208,14 @@ class RxEngine(val p: NicParams) extends Module {
     when(drop) {
       releases.io.enq.valid := true.B
     }.otherwise {
-      desc_rd.en := true.B
-      consume.valid := true.B
-      reserve.valid := true.B
+      queues.desc_rd.en := true.B
+      queues.consume.valid := true.B
+      queues.reserve.valid := true.B
       ds := D.Desc
     }
   }
 
-  private val d = Descriptor.decode(desc_rd.data, descHalf)
+  private val d = Descriptor.decode(queues.desc_rd.data, descHalf)
   private val bufAddr = Reg(UInt(64.W))
   private val cplQ = Module(new Queue(new CplReq(p.queueBits), 4))
   m_wr_desc.valid := ds === D.Data && cplQ.io.enq.ready

@@ -60,15 +60,6 @@ class TxEngine(val p: NicParams) extends Module {
   val stat_packet = IO(Output(Vec(2, Valid(UInt(16.W))))) // a frame left for port i (bytes)
   val stat_dma_error = IO(Output(Bool()))
   val stat_bad_desc = IO(Output(Bool()))
-  private val cfg = queues.cfg
-  private val avail = queues.avail
-  private val q_error = queues.error
-  private val q_cons = queues.cons
-  private val consume = queues.consume
-  private val busy = queues.busy
-  private val desc_rd = queues.desc_rd
-  private val cq_room = queues.cq_room
-  private val reserve = queues.reserve
 
   // ---- Per-port packet tables and RAM rings
   private val table = Seq.fill(2)(Mem(slots, new TxPacket(qb)))
@@ -106,32 +97,32 @@ class TxEngine(val p: NicParams) extends Module {
   private val waitAvail = Reg(Vec(nq, UInt(availW.W)))
   private val waiting = RegInit(VecInit(Seq.fill(nq)(false.B)))
   for (i <- 0 until nq) {
-    when(avail(i) =/= waitAvail(i) || freed(cfg_port(i))) { waiting(i) := false.B }
+    when(queues.avail(i) =/= waitAvail(i) || freed(cfg_port(i))) { waiting(i) := false.B }
   }
 
   private val portFree = VecInit((0 until 2).map(pt => occupancy(pt) =/= slots.U))
   private val cand = VecInit((0 until nq).map { i =>
-    cfg(i).enable && !q_error(i) && avail(i) =/= 0.U && cq_room(i) && portFree(cfg_port(i)) && !waiting(i)
+    queues.cfg(i).enable && !queues.error(i) && queues.avail(i) =/= 0.U && queues.cq_room(i) && portFree(cfg_port(i)) && !waiting(i)
   })
   private val rr = RegInit(0.U(qb.W))
   private val order = (0 until nq).map(i => (rr + i.U(qb.W))(qb - 1, 0))
   private val pick = PriorityMux(order.map(i => cand(i)), order)
 
-  desc_rd.en := false.B
-  desc_rd.addr := 0.U
+  queues.desc_rd.en := false.B
+  queues.desc_rd.addr := 0.U
   // The fetcher's consumer index: the ring index of the first cached descriptor.
-  private val consIdx = q_cons
+  private val consIdx = queues.cons
   private val db = log2Ceil(p.descCache)
-  private val consLow = VecInit(q_cons.map(_(db - 1, 0)))
+  private val consLow = VecInit(queues.cons.map(_(db - 1, 0)))
   private val upperNext = RegInit(false.B)
 
-  consume.valid := false.B
-  consume.bits.queue := q
-  consume.bits.count := 0.U
-  reserve.valid := false.B
-  reserve.bits := q.pad(cb)
-  busy.valid := state =/= S.Idle
-  busy.bits := q
+  queues.consume.valid := false.B
+  queues.consume.bits.queue := q
+  queues.consume.bits.count := 0.U
+  queues.reserve.valid := false.B
+  queues.reserve.bits := q.pad(cb)
+  queues.busy.valid := state =/= S.Idle
+  queues.busy.bits := q
 
   m_rd_desc.valid := false.B
   m_rd_desc.bits.host_addr := segAddr(issueK(segIx - 1, 0))
@@ -140,7 +131,7 @@ class TxEngine(val p: NicParams) extends Module {
   m_rd_desc.bits.tag := Cat(Mux(port === 0.U, TagTxPort0.U(2.W), TagTxPort1.U(2.W)), pktSlot.pad(6))
   stat_bad_desc := false.B
 
-  private val d = Descriptor.decode(desc_rd.data, upperNext)
+  private val d = Descriptor.decode(queues.desc_rd.data, upperNext)
 
   /** Pick the next packet's queue and read its first descriptor; or go idle. Used when
     * idle and in the last cycle of the previous packet, so packets follow each other
@@ -156,8 +147,8 @@ class TxEngine(val p: NicParams) extends Module {
       bad := false.B
       state := S.Walk
       val (w, u) = Descriptor.slot(pick, consLow(pick), p.descCache)
-      desc_rd.en := true.B
-      desc_rd.addr := w
+      queues.desc_rd.en := true.B
+      queues.desc_rd.addr := w
       upperNext := u
     }
   }
@@ -165,7 +156,7 @@ class TxEngine(val p: NicParams) extends Module {
   switch(state) {
     is(S.Idle) { startNext() }
     is(S.Walk) {
-      // desc_rd.data holds descriptor j of the chain.
+      // queues.desc_rd.data holds descriptor j of the chain.
       when(j < p.maxSegs.U) {
         segAddr(j(segIx - 1, 0)) := d.addr
         segLen(j(segIx - 1, 0)) := d.len
@@ -180,23 +171,23 @@ class TxEngine(val p: NicParams) extends Module {
         nsegs := Mux(n > p.maxSegs.U, p.maxSegs.U, n)(segW - 1, 0)
         j := n
         state := S.Alloc
-      }.elsewhen(n === avail(q)) {
-        when(avail(q) === p.descCache.U) {
-          // A chain longer than the cache can never complete: consume it as one bad packet.
+      }.elsewhen(n === queues.avail(q)) {
+        when(queues.avail(q) === p.descCache.U) {
+          // A chain longer than the cache can never complete: queues.consume it as one bad packet.
           bad := true.B
           nsegs := p.maxSegs.U
           j := n
           state := S.Alloc
         }.otherwise {
           waiting(q) := true.B
-          waitAvail(q) := avail(q)
+          waitAvail(q) := queues.avail(q)
           state := S.Idle
         }
       }.otherwise {
         j := n
         val (w, u) = Descriptor.slot(q, consLow(q) + n(db - 1, 0), p.descCache)
-        desc_rd.en := true.B
-        desc_rd.addr := w
+        queues.desc_rd.en := true.B
+        queues.desc_rd.addr := w
         upperNext := u
       }
     }
@@ -213,7 +204,7 @@ class TxEngine(val p: NicParams) extends Module {
       val fits = isBad || atHead || atZero
       when(!fits) {
         waiting(q) := true.B
-        waitAvail(q) := avail(q)
+        waitAvail(q) := queues.avail(q)
         state := S.Idle
       }.otherwise {
         val slot = Mux(port.asBool, head(1), head(0))(sb - 1, 0)
@@ -235,9 +226,9 @@ class TxEngine(val p: NicParams) extends Module {
             when(!isBad) { ramHead(pt) := (rec.start +& need)(15, 0) }
           }
         }
-        consume.valid := true.B
-        consume.bits.count := j
-        reserve.valid := true.B
+        queues.consume.valid := true.B
+        queues.consume.bits.count := j
+        queues.reserve.valid := true.B
         stat_bad_desc := isBad
         pktStart := rec.start
         pktSlot := slot
