@@ -261,11 +261,6 @@ class Nic(val c: DeviceRegsParams, val p: NicParams, val portMbps: Seq[Int]) ext
     b.hw.value(lo) := total(31, 0)
     b.hw.value(hi) := total(63, 32)
   }
-  private def count(evs: Bool*): UInt = {
-    val n = RegInit(0.U(32.W))
-    n := n + PopCount(evs)
-    n
-  }
   private val sr = dma.stat_rd
   private val sw = dma.stat_wr
   dmaB.hw.value("max_payload") := (128.U(13.W) << cfg_max_payload)
@@ -283,12 +278,12 @@ class Nic(val c: DeviceRegsParams, val p: NicParams, val portMbps: Seq[Int]) ext
   dmaB.hw.value("wr_done") := StatCounter(sw.done)
   dmaB.hw.value("wr_done_error") := StatCounter(sw.done_error)
 
-  txeB.hw.value("packets") := count(tx.stat_packet(0).valid, tx.stat_packet(1).valid)
+  txeB.hw.value("packets") := StatCounter(tx.stat_packet.map(_.valid))
   bytes(txeB, "bytes_lo", "bytes_hi", tx.stat_packet)
   txeB.hw.value("dma_errors") := StatCounter(tx.stat_dma_error)
   txeB.hw.value("bad_desc") := StatCounter(tx.stat_bad_desc)
-  txeB.hw.value("csum_bad_cmd") := count(csumBad: _*)
-  txeB.hw.value("csum_drop_oversize") := count(csumDrop: _*)
+  txeB.hw.value("csum_bad_cmd") := StatCounter(csumBad)
+  txeB.hw.value("csum_drop_oversize") := StatCounter(csumDrop)
   txeB.hw.value("desc_fetch_errors") := StatCounter(txFetch.stat_error)
   txeB.hw.value("max_frame") := p.maxTxFrame.U
 
