@@ -12,7 +12,7 @@ import logging
 import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, RisingEdge
-from cocotbext.axi import AxiStreamBus
+from cocotbext.axi import AxiBus, AxiRam, AxiStreamBus
 from cocotbext.eth import XgmiiFrame, XgmiiSink, XgmiiSource
 from cocotbext.pcie.core import RootComplex
 from cocotbext.pcie.xilinx.us import UltraScalePlusPcieDevice
@@ -34,7 +34,7 @@ def quiet(*loggers) -> None:
 async def nic_counters(drv: OffnicDriver) -> dict:
     """The NIC's counters by block (engines, DMA, event queues, each port)."""
     out = {}
-    for name in ("tx_engine", "rx_engine", "dma", "eqs"):
+    for name in ("tx_engine", "rx_engine", "dma", "eqs", "cache"):
         out[name] = await drv.counters(name)
     for k in range(2):
         out[f"port{k}"] = await drv.port_counters(k)
@@ -80,6 +80,10 @@ class Port:
         return bytes(f.get_payload())
 
 
+# DRAM behind the cache's AXI4 port (the tier uses its first cache_dram_mib MiB).
+DRAM_BYTES = 32 << 20
+
+
 class NicTB:
     """The NIC with its PCIe host, ports and driver. `await init()` before use."""
 
@@ -108,6 +112,9 @@ class NicTB:
         for s in (self.dev.rq_sink, self.dev.rc_source, self.dev.cq_source, self.dev.cc_sink):
             quiet(s.log)
         self.hostmem = HostMemory(self.rc, host_latency_ns)
+        # The payload cache's DRAM tier: the board's DDR4 behind its controller's AXI4 slave.
+        self.dram = AxiRam(AxiBus.from_prefix(dut, "m_axi"), dut.clock, dut.reset, size=DRAM_BYTES)
+        quiet(self.dram.write_if.log, self.dram.read_if.log)
         self.ports = [Port(dut, k, port_gbps) for k in range(2)]
         self.drv = OffnicDriver(dut, self.rc, mode=mode, hostmem=self.hostmem, strict=strict)
         self._cycle = 0

@@ -279,5 +279,31 @@ RSS = BlockType(
     },
 )
 
+CACHE = BlockType(
+    name='cache', type_id=0x0ff10025, version=0x00010000,
+    window_bytes=0x80, doc="The payload cache (docs/cache.md): its size per tier (the seed's nic_cache_init) and what it did (counters wrap).",
+    regs={
+        'type': Reg('type', 0x00, 'const', 'Block type identifier.', 0xff10025, ()),
+        'version': Reg('version', 0x04, 'const', 'Block layout version (major 31:16, minor 15:0).', 0x10000, ()),
+        'next': Reg('next', 0x08, 'ro', 'Absolute BAR offset of the next block; 0 ends the chain.', None, ()),
+        'onchip_bytes': Reg('onchip_bytes', 0x0c, 'ro', 'On-chip tier: offsets [0, onchip_bytes).', None, ()),
+        'dram_bytes': Reg('dram_bytes', 0x10, 'ro', 'DRAM tier: offsets [onchip_bytes, onchip_bytes + dram_bytes).', None, ()),
+        'host_bytes_lo': Reg('host_bytes_lo', 0x14, 'ro', 'Bytes appended to packets from host memory (DMA reads issued), bits 31:0.', None, ()),
+        'host_bytes_hi': Reg('host_bytes_hi', 0x18, 'ro', 'Bytes appended from host memory, bits 63:32.', None, ()),
+        'cache_bytes_lo': Reg('cache_bytes_lo', 0x1c, 'ro', 'Bytes appended to packets from the cache, bits 31:0.', None, ()),
+        'cache_bytes_hi': Reg('cache_bytes_hi', 0x20, 'ro', 'Bytes appended from the cache, bits 63:32.', None, ()),
+        'insert_bytes_lo': Reg('insert_bytes_lo', 0x24, 'ro', 'Bytes inserted into the cache from host memory, bits 31:0.', None, ()),
+        'insert_bytes_hi': Reg('insert_bytes_hi', 0x28, 'ro', 'Bytes inserted, bits 63:32.', None, ()),
+        'appends': Reg('appends', 0x2c, 'ro', 'CACHE_APPEND commands executed.', None, ()),
+        'inserts': Reg('inserts', 0x30, 'ro', 'CACHE_INSERT commands executed.', None, ()),
+        'hits_onchip': Reg('hits_onchip', 0x34, 'ro', 'Appends that read the on-chip tier.', None, ()),
+        'hits_dram': Reg('hits_dram', 0x38, 'ro', 'Appends that read the DRAM tier.', None, ()),
+        'range_errors': Reg('range_errors', 0x3c, 'ro', 'Packets and inserts refused with CACHE_RANGE (offset + length beyond the cache).', None, ()),
+        'read_errors': Reg('read_errors', 0x40, 'ro', 'Appends whose DRAM read failed (the packet completes DMA_ERROR).', None, ()),
+        'write_errors': Reg('write_errors', 0x44, 'ro', 'Inserts that failed: host read or DRAM write error (DMA_ERROR).', None, ()),
+        'order_waits': Reg('order_waits', 0x48, 'ro', 'Cycles a cache command waited for an earlier one (ordering interlock).', None, ()),
+    },
+)
+
 # Every block type by type id, for regblocks.discover().
-BLOCKS = {b.type_id: b for b in (DEVICE_ID, CLOCK, BAR_ACCESS, TX_QUEUES, RX_QUEUES, TX_CQS, RX_CQS, EQS, MSIX, ETH_PORT, DMA, TX_ENGINE, RX_ENGINE, RSS,)}
+BLOCKS = {b.type_id: b for b in (DEVICE_ID, CLOCK, BAR_ACCESS, TX_QUEUES, RX_QUEUES, TX_CQS, RX_CQS, EQS, MSIX, ETH_PORT, DMA, TX_ENGINE, RX_ENGINE, RSS, CACHE,)}

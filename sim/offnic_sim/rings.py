@@ -26,8 +26,9 @@ INDEX_MASK = (1 << INDEX_BITS) - 1
 MIN_LOG_SIZE, MAX_LOG_SIZE = 1, 15
 RING_ALIGN = 4096
 
-# Descriptor opcodes (byte 10). TX: DATA; RX: BUFFER. The others are reserved for the
-# offloads of later issues; today a NIC completes them with BAD_DESC.
+# Descriptor opcodes (byte 10). TX: DATA and the payload cache's INSERT / APPEND
+# (docs/cache.md); RX: BUFFER. The others are reserved for the offloads of later issues;
+# today a NIC completes them with BAD_DESC.
 OP_DATA = 0x00
 OP_BUFFER = 0x00
 OP_CACHE_INSERT = 0x01
@@ -40,8 +41,9 @@ DESC_MORE = 0x01  # the packet continues in the next descriptor
 DESC_CSUM = 0x02  # insert a checksum (first descriptor of the packet only)
 
 # Completion status (byte 6)
-OK, DMA_ERROR, BAD_DESC, TOO_LONG = 0, 1, 2, 3
-STATUS_NAMES = {OK: "ok", DMA_ERROR: "dma_error", BAD_DESC: "bad_desc", TOO_LONG: "too_long"}
+OK, DMA_ERROR, BAD_DESC, TOO_LONG, CACHE_RANGE = 0, 1, 2, 3, 4
+STATUS_NAMES = {OK: "ok", DMA_ERROR: "dma_error", BAD_DESC: "bad_desc", TOO_LONG: "too_long",
+                CACHE_RANGE: "cache_range"}
 
 # Completion flags (byte 7)
 CPL_PORT = 0x01        # port the frame left or arrived on

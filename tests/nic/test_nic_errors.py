@@ -103,14 +103,15 @@ async def dma_read_error(dut):
 
 @cocotb.test(timeout_time=2, timeout_unit="ms")
 async def bad_descriptors(dut):
-    """Reserved opcodes, reserved flags, too many segments, empty and oversize packets:
+    """Reserved opcodes, a cache insert inside a chain, reserved flags, too many segments, empty and oversize packets:
     BAD_DESC completions in order, nothing sent, the queue carries on."""
     rng = random.Random(random.getrandbits(64))
     tb = await setup(dut)
     drv = tb.drv
     buf = drv.alloc(32768)
     cases = [
-        [Desc(buf.addr, 64, opcode=rings.OP_CACHE_APPEND)],
+        [Desc(buf.addr, 64, opcode=rings.OP_FRAGMENT)],                         # not implemented yet
+        [Desc(buf.addr, 64, rings.OP_CACHE_INSERT, rings.DESC_MORE), Desc(buf.addr, 64)],  # insert in a chain
         [Desc(buf.addr, 64, flags=0x80)],
         [Desc(buf.addr, 4, flags=rings.DESC_MORE)] * 16 + [Desc(buf.addr, 4)],   # 17 segments
         [Desc(buf.addr, 0)],

@@ -51,6 +51,7 @@ object CplStatus {
   val DmaError = 1
   val BadDesc = 2
   val TooLong = 3
+  val CacheRange = 4
 }
 
 /** Writes completions, events and MSI-X interrupts to the host, in that causal order, one
@@ -187,7 +188,7 @@ class CplWriter(val p: NicParams) extends Module {
     slotHead := slotHead + 1.U
     out := true.B
     outBits.host_addr := hostAddr
-    outBits.ram_addr := (CplRamBase.U + (slot << 4))(RamAddrBits - 1, 0)
+    outBits.ram_addr := (CplRamBase.U + (slot << 4)).pad(RamAddrBits)
     outBits.len := len
     outBits.tag := 0x80.U
   }

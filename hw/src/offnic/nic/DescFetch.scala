@@ -179,7 +179,7 @@ class DescFetch(val n: Int, val depth: Int, val ramBase: Int, val tagBase: Int, 
     val ringIdx = Descriptor.ringSlot(issued(pick), cfg(pick).logSize)
     out := true.B
     outBits.host_addr := cfg(pick).base + (ringIdx << 4)
-    outBits.ram_addr := (ramBase.U + ((pick * depth.U) + issued(pick)(db - 1, 0)) * 16.U)(ramAddrBits - 1, 0)
+    outBits.ram_addr := (ramBase.U + ((pick * depth.U) + issued(pick)(db - 1, 0)) * 16.U).pad(ramAddrBits)
     outBits.len := want(pick) << 4
     outBits.tag := (tagBase.U + Cat(pick, pickSlot))(7, 0)
     next := pick + 1.U

@@ -21,8 +21,11 @@ class Descriptor extends Bundle {
 
 object Descriptor {
   val Bytes = 16
-  /** Opcodes: only DATA today; the others are reserved for the offload issues. */
+  /** Opcodes (docs/queues.md): append from host memory, insert into the payload cache,
+    * append from the payload cache; the others are reserved for the offload issues. */
   val OpData = 0
+  val OpCacheInsert = 1
+  val OpCacheAppend = 2
 
   def decode(word: UInt, upper: Bool): Descriptor =
     Mux(upper, word(255, 128), word(127, 0)).asTypeOf(new Descriptor)

@@ -3,6 +3,8 @@ package offnic.nic
 import chisel3._
 import chisel3.util._
 import offnic.{Elaboratable, Params}
+import offnic.axi.Axi4IO
+import offnic.cache.PayloadCache
 import offnic.eth.EthPort
 import offnic.offload.TxChecksum
 import offnic.pcie._
@@ -15,6 +17,8 @@ import offnic.regs._
   *   CQ/CC  -> BarRegAccess -> register chain (every block in RegMap that this core has)
   *   RQ/RC <-> DmaEngine <-> NIC RAMs (TX RAM per port, RX RAM, descriptor RAMs, completion RAM)
   *   TX: DescFetch -> TxEngine -> TxChecksum (per port) -> EthPort -> XGMII
+  *       TxEngine -> PayloadCache (inserts by DMA read; appends copied into the TX RAM),
+  *       whose DRAM tier is the AXI4 port `m_axi`
   *   RX: XGMII -> EthPort -> RxEngine (RxChecksum, RssHash, RX RAM) -> DMA write
   *   CplWriter: completions, events and MSI-X writes to the host
   *
@@ -36,6 +40,8 @@ class Nic(val c: DeviceRegsParams, val p: NicParams, val portMbps: Seq[Int]) ext
   val port_xgmii_txc = IO(Output(Vec(2, UInt(8.W))))
   val port_xgmii_rxd = IO(Input(Vec(2, UInt(64.W))))
   val port_xgmii_rxc = IO(Input(Vec(2, UInt(8.W))))
+  /** The payload cache's DRAM tier (a DDR4 controller's AXI4 slave on a board). */
+  val m_axi = IO(new Axi4IO(p.cache.dramAddrBits, 2))
 
   // ---- Registers
   private val bar = Module(new BarRegAccess(c.addrBits))
@@ -46,14 +52,14 @@ class Nic(val c: DeviceRegsParams, val p: NicParams, val portMbps: Seq[Int]) ext
     RegMap.DeviceId -> 0, RegMap.Clock -> 0, RegMap.BarAccess -> 0, RegMap.Dma -> 0,
     RegMap.TxQueues -> p.txQueues, RegMap.RxQueues -> p.rxQueues, RegMap.TxCqs -> p.txQueues,
     RegMap.RxCqs -> p.rxQueues, RegMap.Eqs -> p.eqs, RegMap.Msix -> p.eqs, RegMap.TxEngine -> 0,
-    RegMap.RxEngine -> 0, RegMap.Rss -> 0, RegMap.EthPort -> 0, RegMap.EthPort -> 0)
+    RegMap.RxEngine -> 0, RegMap.Rss -> 0, RegMap.EthPort -> 0, RegMap.EthPort -> 0, RegMap.Cache -> 0)
   private val blocks = chain.zip(RegBus.layout(chain.map(_._1))).map { case ((t, n), (base, next)) =>
     Module(new RegBlock(t, base, next, c.addrBits, n))
   }
   private val bridge = Module(new AxilRegBridge(c.addrBits))
   bridge.s_axil <> bar.m_axil
   RegBus.fanOut(bridge.reg, blocks.map(_.bus))
-  private val Seq(devB, clkB, barB, dmaB, txqB, rxqB, txcqB, rxcqB, eqB, msixB, txeB, rxeB, rssB, port0B, port1B) = blocks
+  private val Seq(devB, clkB, barB, dmaB, txqB, rxqB, txcqB, rxcqB, eqB, msixB, txeB, rxeB, rssB, port0B, port1B, cacheB) = blocks
 
   DeviceRegs.driveDeviceId(devB.hw, c)
   DeviceRegs.driveClock(clkB.hw, c)
@@ -74,8 +80,12 @@ class Nic(val c: DeviceRegsParams, val p: NicParams, val portMbps: Seq[Int]) ext
   private val txDescRam = Module(new DmaRam(p.descRamAddrBits, 1))
   private val rxDescRam = Module(new DmaRam(p.descRamAddrBits, 1))
 
-  // DMA reads land by region (address bits 17:16; bit 15 splits the descriptor region).
+  // DMA reads land by region (address bit 31: the payload cache; else bits 17:16, and bit 15
+  // splits the descriptor region). Appends from the cache write the TX RAMs too, in the
+  // cycles the DMA engine leaves free.
+  private val cache = Module(new PayloadCache(p.cache, RamAddrBits, TagCacheInsert))
   private val wr = dma.ram_wr
+  private val wrCache = wr.addr(RamAddrBits - 6)
   private val wrRegion = wr.addr(12, 11)
   private def landIn(ram: DmaRamWrite, hit: Bool): Unit = {
     ram.en := wr.en && hit
@@ -83,17 +93,28 @@ class Nic(val c: DeviceRegsParams, val p: NicParams, val portMbps: Seq[Int]) ext
     ram.data := wr.data
     ram.strb := wr.strb
   }
-  landIn(txRam(0).wr, wrRegion === 0.U)
-  landIn(txRam(1).wr, wrRegion === 1.U)
-  landIn(txDescRam.wr, wrRegion === 2.U && !wr.addr(10))
-  landIn(rxDescRam.wr, wrRegion === 2.U && wr.addr(10))
+  for (pt <- 0 until 2) {
+    val dmaHit = wr.en && !wrCache && wrRegion === pt.U
+    val ram = txRam(pt).wr
+    val cw = cache.tx_wr(pt)
+    ram.en := dmaHit || cw.en
+    ram.addr := Mux(dmaHit, wr.addr(10, 0), cw.addr)
+    ram.data := Mux(dmaHit, wr.data, cw.data)
+    ram.strb := Mux(dmaHit, wr.strb, cw.strb)
+    cache.tx_busy(pt) := dmaHit
+  }
+  landIn(txDescRam.wr, !wrCache && wrRegion === 2.U && !wr.addr(10))
+  landIn(rxDescRam.wr, !wrCache && wrRegion === 2.U && wr.addr(10))
+  landIn(cache.s_ram_wr, wrCache)
+  m_axi <> cache.m_axi
 
   // DMA writes take their bytes from the RX RAM (region 0) or the completion RAM (region 2).
   private val rd = dma.ram_rd
   private val rdCpl = rd.addr(12, 11) === 2.U
-  rxRam.rd.en := rd.en && !rdCpl
+  private val rdMapped = rd.addr(RamAddrBits - 6, 13) === 0.U // nothing else is ever a source
+  rxRam.rd.en := rd.en && rdMapped && !rdCpl
   rxRam.rd.addr := rd.addr(10, 0)
-  cplRam.rd.en := rd.en && rdCpl
+  cplRam.rd.en := rd.en && rdMapped && rdCpl
   cplRam.rd.addr := rd.addr(cplRam.rd.addr.getWidth - 1, 0)
   rd.data := Mux(ShiftRegister(rdCpl, p.dma.ramReadLatency), cplRam.rd.data, rxRam.rd.data)
 
@@ -157,7 +178,9 @@ class Nic(val c: DeviceRegsParams, val p: NicParams, val portMbps: Seq[Int]) ext
   cplRam.wr <> cpl.ram_wr
 
   // ---- TX
-  private val tx = Module(new TxEngine(p))
+  private val tx = Module(new TxEngine(p, p.cache.totalBytes))
+  cache.s_cmd <> tx.m_cache
+  tx.s_cache_done := cache.done
   QueueSide.connect(tx.queues, txFetch, txDescRam, cpl.room.take(p.txQueues), cpl.reserve(0))
   for (i <- 0 until p.txQueues) tx.cfg_port(i) := txqB.entries(i).value("control")(16)
   for (pt <- 0 until 2) txRam(pt).rd <> tx.ram_rd(pt)
@@ -183,10 +206,11 @@ class Nic(val c: DeviceRegsParams, val p: NicParams, val portMbps: Seq[Int]) ext
   rssB.hw.value("table_size") := 128.U
 
   // ---- DMA request arbitration and status routing
-  private val rdArb = Module(new RRArbiter(new DmaDesc(RamAddrBits), 3))
+  private val rdArb = Module(new RRArbiter(new DmaDesc(RamAddrBits), 4))
   rdArb.io.in(0) <> tx.m_rd_desc
   rdArb.io.in(1) <> txFetch.m_rd_desc
   rdArb.io.in(2) <> rxFetch.m_rd_desc
+  rdArb.io.in(3) <> cache.m_rd_desc
   dma.s_rd_desc <> rdArb.io.out
   private val rs = dma.m_rd_status
   rs.ready := true.B
@@ -200,6 +224,10 @@ class Nic(val c: DeviceRegsParams, val p: NicParams, val portMbps: Seq[Int]) ext
   txFetch.s_rd_status.bits := rs.bits
   rxFetch.s_rd_status.valid := rs.valid && rsKind === TagRxDesc.U
   rxFetch.s_rd_status.bits := rs.bits
+  cache.s_rd_status.valid := rs.valid && rs.bits.tag(7, 5) === (TagCacheInsert >> 5).U
+  cache.s_rd_status.bits.ins := rs.bits.tag(1, 0)
+  cache.s_rd_status.bits.dram := rs.bits.tag(4)
+  cache.s_rd_status.bits.error := rs.bits.error
 
   private val wrArb = Module(new RRArbiter(new DmaDesc(RamAddrBits), 2))
   wrArb.io.in(0) <> rx.m_wr_desc
@@ -286,6 +314,21 @@ class Nic(val c: DeviceRegsParams, val p: NicParams, val portMbps: Seq[Int]) ext
   txeB.hw.value("csum_drop_oversize") := StatCounter(csumDrop)
   txeB.hw.value("desc_fetch_errors") := StatCounter(txFetch.stat_error)
   txeB.hw.value("max_frame") := p.maxTxFrame.U
+
+  private val cs = cache.stats
+  cacheB.hw.value("onchip_bytes") := p.cache.onchipBytes.U
+  cacheB.hw.value("dram_bytes") := p.cache.dramBytes.U
+  bytes(cacheB, "host_bytes_lo", "host_bytes_hi", Seq(tx.stat_host_bytes))
+  bytes(cacheB, "cache_bytes_lo", "cache_bytes_hi", Seq(cs.append))
+  bytes(cacheB, "insert_bytes_lo", "insert_bytes_hi", Seq(cs.insert))
+  cacheB.hw.value("appends") := StatCounter(cs.append.valid)
+  cacheB.hw.value("inserts") := StatCounter(cs.insert.valid)
+  cacheB.hw.value("hits_onchip") := StatCounter(cs.appendOnchip)
+  cacheB.hw.value("hits_dram") := StatCounter(cs.appendDram)
+  cacheB.hw.value("range_errors") := StatCounter(tx.stat_cache_range)
+  cacheB.hw.value("read_errors") := StatCounter(cs.readError)
+  cacheB.hw.value("write_errors") := StatCounter(cs.writeError)
+  cacheB.hw.value("order_waits") := StatCounter(cs.orderWait)
 
   rxeB.hw.value("packets") := StatCounter(rx.stat_packet.valid)
   bytes(rxeB, "bytes_lo", "bytes_hi", Seq(rx.stat_packet))

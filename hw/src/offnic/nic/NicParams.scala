@@ -2,6 +2,7 @@ package offnic.nic
 
 import chisel3.util.{isPow2, log2Ceil}
 import offnic.Params
+import offnic.cache.CacheParams
 import offnic.pcie.DmaParams
 
 /** Sizes of the NIC core (docs/queues.md describes what the host sees).
@@ -17,6 +18,7 @@ import offnic.pcie.DmaParams
   * @param ports       Ethernet ports (2)
   * @param cplSlots    completion/event/interrupt records in flight to the host
   * @param usCycles    core cycles per microsecond (250 at 250 MHz), for moderation timers
+  * @param cache       the payload cache's tiers (docs/cache.md)
   */
 case class NicParams(
     txQueues: Int = 8,
@@ -31,6 +33,7 @@ case class NicParams(
     txSlots: Int = 64,
     usCycles: Int = 250,
     coreFreqKhz: Int = 250000,
+    cache: CacheParams = CacheParams(),
     dma: DmaParams = DmaParams(ramAddrBits = NicParams.RamAddrBits, tags = 128, descSlots = 128)
 ) {
   require(isPow2(txQueues) && txQueues >= 2 && txQueues <= 16, "txQueues: a power of two, 2..16")
@@ -44,7 +47,7 @@ case class NicParams(
   require(maxTxFrame >= 64 && maxTxFrame <= 16384 && maxTxFrame % 32 == 0, "maxTxFrame 64..16384, a multiple of 32")
   require(maxRxFrame >= 64 && maxRxFrame <= 16384 && maxRxFrame % 32 == 0, "maxRxFrame 64..16384, a multiple of 32")
   require(isPow2(cplSlots) && cplSlots >= 4 && cplSlots <= 128, "cplSlots: a power of two, 4..128")
-  require(dma.ramAddrBits == NicParams.RamAddrBits, "the NIC's DMA RAM map has 18 address bits")
+  require(dma.ramAddrBits == NicParams.RamAddrBits, "the NIC's DMA RAM map has 32 address bits")
   def queueBits: Int = log2Ceil(math.max(txQueues, rxQueues))
   def cqs: Int = txQueues + rxQueues
   /** Byte address bits of each descriptor RAM (TX, RX). */
@@ -52,10 +55,11 @@ case class NicParams(
 }
 
 object NicParams {
-  /** The DMA engine's RAM address map (byte addresses, 18 bits):
-    *   DMA reads land in:      0x00000 TX RAM port 0, 0x10000 TX RAM port 1, 0x20000 descriptor RAM
+  /** The DMA engine's RAM address map (byte addresses, 32 bits):
+    *   DMA reads land in:      0x00000 TX RAM port 0, 0x10000 TX RAM port 1, 0x20000 descriptor RAM,
+    *                           0x80000000 + offset: the payload cache (offsets of 31 bits)
     *   DMA writes source from: 0x00000 RX RAM,                               0x20000 completion RAM */
-  val RamAddrBits = 18
+  val RamAddrBits = 32
   val RegionBytes = 1 << 16
   val TxRamBase = Seq(0x00000, 0x10000)
   val DescRamBase = 0x20000
@@ -68,6 +72,8 @@ object NicParams {
   val TagTxPort1 = 1
   val TagTxDesc = 2
   val TagRxDesc = 3
+  /** Payload cache inserts: TX descriptor kind with bit 5 set (fetches use bits 4:0). */
+  val TagCacheInsert = (TagTxDesc << 6) | 0x20
   /** DMA write tags: bit 7 says who asked (0 RX data, 1 completion writer). */
 
   def from(p: Params): NicParams = {
@@ -84,6 +90,10 @@ object NicParams {
       txSlots = p.int("tx_slots", d.txSlots),
       usCycles = p.int("us_cycles", d.usCycles),
       coreFreqKhz = p.int("core_freq_khz", d.coreFreqKhz),
+      cache = CacheParams(
+        onchipBytes = p.int("cache_onchip_kib", 1024).toLong << 10,
+        dramBytes = p.int("cache_dram_mib", 16).toLong << 20
+      ),
       dma = DmaParams(
         ramAddrBits = RamAddrBits,
         tags = p.int("tags", 128),

@@ -3,6 +3,7 @@ package offnic.nic
 import chisel3._
 import chisel3.util._
 import offnic.axis.{AxisIO, AxisParams}
+import offnic.cache.{CacheCmd, CacheDone}
 import offnic.offload.TxChecksum
 import offnic.pcie.{DmaDesc, DmaRamRead}
 
@@ -15,6 +16,8 @@ class TxPacket(queueBits: Int) extends Bundle {
   val status = UInt(8.W)
   /** TxChecksumCmd bits: offset, start, enable */
   val csum = UInt(TxChecksum.CmdWidth.W)
+  /** a frame to send (not a cache insert, not failed before reading) */
+  val send = Bool()
 }
 
 /** The transmit side: takes packets from the TX queues' descriptor caches, reads their bytes
@@ -32,12 +35,19 @@ class TxPacket(queueBits: Int) extends Bundle {
   * (unknown opcode, more than `maxSegs` segments, length 0 or above `maxTxFrame`) take a slot
   * without RAM and complete with BAD_DESC, in order with the others.
   *
+  * Payload cache commands (docs/cache.md): a packet's segments may append bytes from the
+  * cache (opcode CACHE_APPEND) as well as from host memory; those go to the payload cache as
+  * commands, in scheduling order, and count off the packet's slot like its DMA reads. A
+  * CACHE_INSERT descriptor is a packet of its own that sends nothing: it takes a slot (so it
+  * completes in order with the port's packets) and one command. An offset + length beyond
+  * the cache (`cacheBytes`) completes CACHE_RANGE and touches nothing.
+  *
   * Per port, in slot order: when every read of the head packet is done, its bytes stream
   * from the TX RAM (two-cycle reads into a four-beat queue) to `m_axis` with the checksum
   * command in `tuser`, or, if a read failed, nothing is sent and it completes with
   * DMA_ERROR.
   */
-class TxEngine(val p: NicParams) extends Module {
+class TxEngine(val p: NicParams, cacheBytes: Long) extends Module {
   import NicParams._
   private val nq = p.txQueues
   private val qb = log2Ceil(nq)
@@ -57,9 +67,13 @@ class TxEngine(val p: NicParams) extends Module {
   val ram_rd = IO(Vec(2, new DmaRamRead(16)))
   val m_axis = IO(Vec(2, new AxisIO(axisP)))
   val m_cpl = IO(Decoupled(new CplReq(p.queueBits)))
+  val m_cache = IO(Decoupled(new CacheCmd))
+  val s_cache_done = IO(Flipped(Valid(new CacheDone)))
+  val stat_host_bytes = IO(Output(Valid(UInt(17.W)))) // a DMA read of a segment was issued
   val stat_packet = IO(Output(Vec(2, Valid(UInt(16.W))))) // a frame left for port i (bytes)
   val stat_dma_error = IO(Output(Bool()))
   val stat_bad_desc = IO(Output(Bool()))
+  val stat_cache_range = IO(Output(Bool()))
 
   // ---- Per-port packet tables and RAM rings
   private val table = Seq.fill(2)(Mem(slots, new TxPacket(qb)))
@@ -84,6 +98,10 @@ class TxEngine(val p: NicParams) extends Module {
   private val j = Reg(UInt(availW.W)) // descriptors read so far
   private val segAddr = Reg(Vec(p.maxSegs, UInt(64.W)))
   private val segLen = Reg(Vec(p.maxSegs, UInt(16.W)))
+  private val segCache = Reg(Vec(p.maxSegs, Bool())) // from the payload cache: addr is its offset
+  private val insert = Reg(Bool()) // the packet is one CACHE_INSERT
+  private val insertOff = Reg(UInt(32.W))
+  private val outOfRange = Reg(Bool())
   private val total = Reg(UInt(17.W))
   private val bad = Reg(Bool())
   private val csum = Reg(UInt(TxChecksum.CmdWidth.W))
@@ -125,11 +143,22 @@ class TxEngine(val p: NicParams) extends Module {
   queues.busy.bits := q
 
   m_rd_desc.valid := false.B
+  m_cache.valid := false.B
+  m_cache.bits.insert := insert
+  m_cache.bits.host := segAddr(0)
+  m_cache.bits.off := Mux(insert, insertOff, segAddr(issueK(segIx - 1, 0))(31, 0))
+  m_cache.bits.len := segLen(issueK(segIx - 1, 0))
+  m_cache.bits.port := port
+  m_cache.bits.slot := pktSlot
+  m_cache.bits.dst := (pktStart + issueOff)(15, 0)
+  stat_host_bytes.valid := m_rd_desc.fire
+  stat_host_bytes.bits := m_rd_desc.bits.len
   m_rd_desc.bits.host_addr := segAddr(issueK(segIx - 1, 0))
   m_rd_desc.bits.ram_addr := Mux(port === 0.U, TxRamBase(0).U, TxRamBase(1).U) + pktStart + issueOff
   m_rd_desc.bits.len := segLen(issueK(segIx - 1, 0))
   m_rd_desc.bits.tag := Cat(Mux(port === 0.U, TagTxPort0.U(2.W), TagTxPort1.U(2.W)), pktSlot.pad(6))
   stat_bad_desc := false.B
+  stat_cache_range := false.B
 
   private val d = Descriptor.decode(queues.desc_rd.data, upperNext)
 
@@ -145,6 +174,8 @@ class TxEngine(val p: NicParams) extends Module {
       j := 0.U
       total := 0.U
       bad := false.B
+      insert := false.B
+      outOfRange := false.B
       state := S.Walk
       val (w, u) = Descriptor.slot(pick, consLow(pick), p.descCache)
       queues.desc_rd.en := true.B
@@ -157,15 +188,26 @@ class TxEngine(val p: NicParams) extends Module {
     is(S.Idle) { startNext() }
     is(S.Walk) {
       // queues.desc_rd.data holds descriptor j of the chain.
+      val isAppend = d.opcode === Descriptor.OpCacheAppend.U
+      val isInsert = d.opcode === Descriptor.OpCacheInsert.U
       when(j < p.maxSegs.U) {
         segAddr(j(segIx - 1, 0)) := d.addr
         segLen(j(segIx - 1, 0)) := d.len
+        segCache(j(segIx - 1, 0)) := isAppend
       }
       val sum = total + d.len
       total := sum
-      when(j === 0.U) { csum := Cat(d.csumInsert, d.csumStart, d.csum) }
-      val thisBad = d.opcode =/= Descriptor.OpData.U || d.flags(7, 2) =/= 0.U || j >= p.maxSegs.U
+      when(j === 0.U) {
+        csum := Cat(d.csumInsert, d.csumStart, d.csum)
+        insert := isInsert
+        insertOff := d.param
+      }
+      // An insert is a chain of its own; an offset range past the cache's end is refused.
+      val known = d.opcode === Descriptor.OpData.U || isAppend || (isInsert && j === 0.U && !d.more)
+      val thisBad = !known || d.flags(7, 2) =/= 0.U || j >= p.maxSegs.U
       bad := bad || thisBad
+      val cacheEnd = Mux(isInsert, d.param.pad(64), d.addr) +& d.len
+      outOfRange := outOfRange || ((isAppend || isInsert) && cacheEnd > cacheBytes.U)
       val n = j + 1.U
       when(!d.more) {
         nsegs := Mux(n > p.maxSegs.U, p.maxSegs.U, n)(segW - 1, 0)
@@ -192,7 +234,8 @@ class TxEngine(val p: NicParams) extends Module {
       }
     }
     is(S.Alloc) {
-      val isBad = bad || total === 0.U || total > p.maxTxFrame.U
+      val isBad = bad || (!insert && (total === 0.U || total > p.maxTxFrame.U))
+      val refuse = isBad || outOfRange // takes a slot, no RAM, reads nothing
       val need = Cat(total(16, 5) + total(4, 0).orR, 0.U(5.W)) // whole 32-byte words
       val rh = Mux(port.asBool, ramHead(1), ramHead(0))
       val rt = Mux(port.asBool, ramTail(1), ramTail(0))
@@ -201,7 +244,7 @@ class TxEngine(val p: NicParams) extends Module {
       val atHead = Mux(linear, rh +& need <= ramBytes.U, rh +& need <= rt)
       val atZero = linear && need <= rt
       val start = Mux(atHead, rh, 0.U)
-      val fits = isBad || atHead || atZero
+      val fits = refuse || insert || atHead || atZero
       when(!fits) {
         waiting(q) := true.B
         waitAvail(q) := queues.avail(q)
@@ -212,36 +255,40 @@ class TxEngine(val p: NicParams) extends Module {
         rec.queue := q
         rec.index := consIdx(q)
         rec.len := total(15, 0)
-        rec.start := Mux(isBad, rh, start)(15, 0)
-        rec.status := Mux(isBad, CplStatus.BadDesc.U, CplStatus.Ok.U)
+        rec.start := Mux(refuse || insert, rh, start)(15, 0)
+        rec.status := Mux(isBad, CplStatus.BadDesc.U, Mux(outOfRange, CplStatus.CacheRange.U, CplStatus.Ok.U))
         rec.csum := csum
+        rec.send := !refuse && !insert
         for (pt <- 0 until 2) {
           when(port === pt.U) {
             table(pt).write(slot, rec)
             starts(pt).write(slot, rec.start)
-            outstanding(pt)(slot) := Mux(isBad, 0.U, PopCount((0 until p.maxSegs).map(k =>
+            outstanding(pt)(slot) := Mux(refuse, 0.U, PopCount((0 until p.maxSegs).map(k =>
               k.U < nsegs && segLen(k) =/= 0.U)))
             failed(pt)(slot) := false.B
             head(pt) := head(pt) + 1.U
-            when(!isBad) { ramHead(pt) := (rec.start +& need)(15, 0) }
+            when(rec.send) { ramHead(pt) := (rec.start +& need)(15, 0) }
           }
         }
         queues.consume.valid := true.B
         queues.consume.bits.count := j
         queues.reserve.valid := true.B
         stat_bad_desc := isBad
+        stat_cache_range := !isBad && outOfRange
         pktStart := rec.start
         pktSlot := slot
         issueK := 0.U
         issueOff := 0.U
-        state := Mux(isBad, S.Idle, S.Issue)
+        state := Mux(refuse, S.Idle, S.Issue)
       }
     }
     is(S.Issue) {
       val last = issueK + 1.U >= nsegs
       val skip = segLen(issueK(segIx - 1, 0)) === 0.U
-      m_rd_desc.valid := !skip
-      when(m_rd_desc.ready || skip) {
+      val fromCache = insert || segCache(issueK(segIx - 1, 0))
+      m_rd_desc.valid := !skip && !fromCache
+      m_cache.valid := !skip && fromCache
+      when(Mux(fromCache, m_cache.ready, m_rd_desc.ready) || skip) {
         issueOff := issueOff + segLen(issueK(segIx - 1, 0))
         issueK := issueK + 1.U
         when(last) { startNext() }
@@ -249,13 +296,18 @@ class TxEngine(val p: NicParams) extends Module {
     }
   }
 
-  // ---- DMA read statuses: one per segment, any order.
+  // ---- Segments done: DMA read statuses and payload cache commands, any order (both may
+  // count off the same slot in one cycle).
   for (pt <- 0 until 2) {
     val st = s_rd_status(pt)
-    val s = st.bits.slot
-    when(st.valid) {
-      outstanding(pt)(s) := outstanding(pt)(s) - 1.U
-      when(st.bits.error =/= 0.U) { failed(pt)(s) := true.B }
+    val cd = s_cache_done
+    val dmaHit = st.valid
+    val cacheHit = cd.valid && cd.bits.port === pt.U
+    for (s <- 0 until slots) {
+      val a = dmaHit && st.bits.slot === s.U
+      val b = cacheHit && cd.bits.slot === s.U
+      when(a || b) { outstanding(pt)(s) := outstanding(pt)(s) - (a.asUInt +& b.asUInt) }
+      when((a && st.bits.error =/= 0.U) || (b && cd.bits.error)) { failed(pt)(s) := true.B }
     }
   }
 
@@ -325,7 +377,7 @@ class TxEngine(val p: NicParams) extends Module {
     switch(st) {
       is(T.Idle) {
         when(ready) {
-          val ok = rec.status === CplStatus.Ok.U && !failed(pt)(hs)
+          val ok = rec.send && !failed(pt)(hs)
           status := Mux(rec.status =/= CplStatus.Ok.U, rec.status, Mux(failed(pt)(hs), CplStatus.DmaError.U, 0.U))
           words := rec.len(14, 5) + (rec.len(4, 0) =/= 0.U)
           wordAt := (rec.start >> 5)(10, 0)
@@ -343,7 +395,7 @@ class TxEngine(val p: NicParams) extends Module {
           st := T.Idle
           tail(pt) := tail(pt) + 1.U
           freed(pt) := true.B
-          sent(pt).valid := status === CplStatus.Ok.U
+          sent(pt).valid := status === CplStatus.Ok.U && rec.send
           dmaErr(pt) := status === CplStatus.DmaError.U
           // The RAM up to this packet's end is free; the next packet may start at 0.
           val nextStart = starts(pt)((hs + 1.U)(sb - 1, 0))

@@ -144,7 +144,7 @@ class DmaWriteStats extends Bundle {
   val done_error = Bool()
 }
 
-private[pcie] object DmaUtil {
+private[offnic] object DmaUtil {
   // Written so that firtool's temporaries use every bit they compute (Verilator -Wall
   // checks unused bits of every signal): no slices of sums or shifts.
 

@@ -252,8 +252,31 @@ object RegMap {
     }
   )
 
+  val Cache = BlockType(
+    "cache", 0x0ff10025L, 0x00010000L,
+    "The payload cache (docs/cache.md): its size per tier (the seed's nic_cache_init) and what it did (counters wrap).",
+    Seq(
+      ro("onchip_bytes", 0x0c, "On-chip tier: offsets [0, onchip_bytes)."),
+      ro("dram_bytes", 0x10, "DRAM tier: offsets [onchip_bytes, onchip_bytes + dram_bytes)."),
+      ro("host_bytes_lo", 0x14, "Bytes appended to packets from host memory (DMA reads issued), bits 31:0."),
+      ro("host_bytes_hi", 0x18, "Bytes appended from host memory, bits 63:32."),
+      ro("cache_bytes_lo", 0x1c, "Bytes appended to packets from the cache, bits 31:0."),
+      ro("cache_bytes_hi", 0x20, "Bytes appended from the cache, bits 63:32."),
+      ro("insert_bytes_lo", 0x24, "Bytes inserted into the cache from host memory, bits 31:0."),
+      ro("insert_bytes_hi", 0x28, "Bytes inserted, bits 63:32."),
+      ro("appends", 0x2c, "CACHE_APPEND commands executed."),
+      ro("inserts", 0x30, "CACHE_INSERT commands executed."),
+      ro("hits_onchip", 0x34, "Appends that read the on-chip tier."),
+      ro("hits_dram", 0x38, "Appends that read the DRAM tier."),
+      ro("range_errors", 0x3c, "Packets and inserts refused with CACHE_RANGE (offset + length beyond the cache)."),
+      ro("read_errors", 0x40, "Appends whose DRAM read failed (the packet completes DMA_ERROR)."),
+      ro("write_errors", 0x44, "Inserts that failed: host read or DRAM write error (DMA_ERROR)."),
+      ro("order_waits", 0x48, "Cycles a cache command waited for an earlier one (ordering interlock).")
+    )
+  )
+
   /** Every block type, in the order the documentation lists them. */
   val blocks: Seq[BlockType] = Seq(DeviceId, Clock, BarAccess, TxQueues, RxQueues, TxCqs, RxCqs, Eqs, Msix,
-    EthPort, Dma, TxEngine, RxEngine, Rss)
+    EthPort, Dma, TxEngine, RxEngine, Rss, Cache)
   require(blocks.map(_.typeId).distinct.size == blocks.size, "two block types share a type id")
 }
