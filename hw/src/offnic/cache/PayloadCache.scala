@@ -118,7 +118,7 @@ class PayloadCache(val cp: CacheParams, ramAddrBits: Int, insertTag: Int) extend
   stats.appendDram := appendGo && headHi > cp.onchipBytes.U
   stats.insert.valid := insertGo
   stats.insert.bits := head.len
-  stats.orderWait := cmdQ.valid && !cmdQ.ready
+  stats.orderWait := cmdQ.valid && (overlaps.asUInt.orR || (head.insert && appendsInFlight =/= 0.U))
 
   // ---- Insert issuer: one insert at a time, chunk by chunk
   private val curHost = Reg(UInt(64.W))
