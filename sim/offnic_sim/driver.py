@@ -460,17 +460,26 @@ class OffnicDriver:
                 at = txq.buf_offset(rings.idx_add(txq.prod, k)) + offset
                 txq.bufs.write(at, p)
                 segs.append((txq.bufs.addr + at, len(p)))
-            return await self._tx_post(txq, rings.tx_descs(segs, csum), len(frame))
+            return (await self._tx_post(txq, [(rings.tx_descs(segs, csum), len(frame))]))[0]
 
     async def send_descs(self, q: int, descs: list[Desc], length: int | None = None) -> TxToken:
         """Queue hand-made descriptors (one packet as the driver counts it: the NIC must
         answer them with one completion) and ring the doorbell. For bad input: reserved
         opcodes, too many segments, addresses with no memory. `length`: the length the
         completion must report if OK (None: not checked)."""
+        return (await self.send_descs_batch(q, [(descs, length)]))[0]
+
+    async def send_descs_batch(self, q: int, packets: list[tuple[list[Desc], int | None]],
+                               max_in_flight: int | None = None) -> list[TxToken]:
+        """Queue many packets, each a hand-made descriptor chain with the length its
+        completion must report (None: not checked), and ring ONE doorbell for all of them.
+        Waits as `send_batch` does. Returns one token per packet."""
         txq = self.queues["tx"][q]
+        if not packets:
+            return []
         async with txq.lock:
-            await self._tx_room(txq, len(descs))
-            return await self._tx_post(txq, descs, length)
+            await self._tx_wait(txq, sum(len(d) for d, _ in packets), len(packets), max_in_flight)
+            return await self._tx_post(txq, packets)
 
     async def send_batch(self, q: int, frames: list[bytes], max_in_flight: int | None = None,
                          offset: int = 0) -> list[TxToken]:
@@ -482,35 +491,18 @@ class OffnicDriver:
         ring from filling with frames that only wait. Returns one token per frame; all
         carry the doorbell's time."""
         txq = self.queues["tx"][q]
-        n = len(frames)
-        if not n:
+        if not frames:
             return []
-        if max_in_flight is not None and n > max_in_flight:
-            raise ValueError(f"a batch of {n} never fits max_in_flight={max_in_flight}")
         if any(offset + len(f) > txq.stride for f in frames):
             raise ValueError(f"a frame at offset {offset} does not fit the {txq.stride}-byte TX buffers")
         async with txq.lock:
-            await self._tx_room(txq, n)
-            while max_in_flight is not None and len(txq.inflight) + n > max_in_flight:
-                txq.space.clear()
-                await txq.space.wait()
-            toks = []
-            for f in frames:
-                at = txq.buf_offset(txq.prod) + offset
+            await self._tx_wait(txq, len(frames), len(frames), max_in_flight)
+            packets = []
+            for k, f in enumerate(frames):
+                at = txq.buf_offset(rings.idx_add(txq.prod, k)) + offset
                 txq.bufs.write(at, f)
-                tok = TxToken(txq.n, txq.prod, 1, len(f), txq.port)
-                txq.ring.put(txq.prod, rings.pack_desc(Desc(txq.bufs.addr + at, len(f))))
-                txq.prod = rings.idx_add(txq.prod, 1)
-                txq.inflight.append(tok)
-                toks.append(tok)
-            self.stats["tx_packets"] += n
-            self.stats["tx_descs"] += n
-            self.stats["tx_doorbells"] += 1
-            t = now_ns()
-            for tok in toks:
-                tok.t_doorbell = t
-            await txq.regs.write("prod", txq.prod)
-            return toks
+                packets.append(([Desc(txq.bufs.addr + at, len(f))], len(f)))
+            return await self._tx_post(txq, packets)
 
     def tx_in_flight(self, q: int) -> int:
         """Packets sent on TX queue `q` whose completion the driver has not taken yet."""
@@ -523,17 +515,33 @@ class OffnicDriver:
             txq.space.clear()
             await txq.space.wait()
 
-    async def _tx_post(self, txq: _Produced, descs: list[Desc], length: int | None) -> TxToken:
-        tok = TxToken(txq.n, txq.prod, len(descs), length, txq.port)
-        for k, d in enumerate(descs):
-            txq.ring.put(rings.idx_add(txq.prod, k), rings.pack_desc(d))
-        txq.prod = rings.idx_add(txq.prod, len(descs))
-        txq.inflight.append(tok)
-        self.stats["tx_packets"] += 1
-        self.stats["tx_descs"] += len(descs)
-        tok.t_doorbell = now_ns()
+    async def _tx_wait(self, txq: _Produced, ndesc: int, npackets: int, max_in_flight: int | None) -> None:
+        """Wait for ring room for ndesc descriptors and, with a cap, for in-flight room."""
+        if max_in_flight is not None and npackets > max_in_flight:
+            raise ValueError(f"a batch of {npackets} never fits max_in_flight={max_in_flight}")
+        await self._tx_room(txq, ndesc)
+        while max_in_flight is not None and len(txq.inflight) + npackets > max_in_flight:
+            txq.space.clear()
+            await txq.space.wait()
+
+    async def _tx_post(self, txq: _Produced, packets: list[tuple[list[Desc], int | None]]) -> list[TxToken]:
+        """Write the packets' descriptors into the ring and ring the doorbell once."""
+        toks = []
+        for descs, length in packets:
+            tok = TxToken(txq.n, txq.prod, len(descs), length, txq.port)
+            for k, d in enumerate(descs):
+                txq.ring.put(rings.idx_add(txq.prod, k), rings.pack_desc(d))
+            txq.prod = rings.idx_add(txq.prod, len(descs))
+            txq.inflight.append(tok)
+            toks.append(tok)
+        self.stats["tx_packets"] += len(packets)
+        self.stats["tx_descs"] += sum(len(d) for d, _ in packets)
+        self.stats["tx_doorbells"] += 1
+        t = now_ns()
+        for tok in toks:
+            tok.t_doorbell = t
         await txq.regs.write("prod", txq.prod)
-        return tok
+        return toks
 
     async def wait_tx(self, q: int | None = None, timeout_us: float = 1000.0) -> None:
         """Wait until every packet sent on TX queue `q` (default: all queues) completed."""

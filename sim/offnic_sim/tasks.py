@@ -163,7 +163,8 @@ def cmd_synth(args: list[str]) -> int:
 NIC = hw.Design.of("nic.Nic", addr_bits=24, board_id=0)  # the design the NIC benches use
 
 
-def simulate(cases: list[dict], run_dir: Path, seed: int | None = None, show=None, design: hw.Design = NIC) -> dict:
+def simulate(cases: list[dict], run_dir: Path, seed: int | None = None, show=None, design: hw.Design = NIC,
+             test_module: str = "offnic_sim.workload", extra: dict | None = None) -> dict:
     """Run the workload cases (workload.py) in one simulation of the whole NIC and return
     its raw results. The simulator's output goes to run_dir/sim.log; while it runs,
     `show(progress_record)` is called with each line the cocotb side appends to
@@ -212,13 +213,13 @@ def simulate(cases: list[dict], run_dir: Path, seed: int | None = None, show=Non
     for f in (out, prog, results):
         f.unlink(missing_ok=True)
     prog.touch()
-    bench = {"cases": cases, "out": str(out), "progress": str(prog), "seed": seed}
+    bench = {"cases": cases, **(extra or {}), "out": str(out), "progress": str(prog), "seed": seed}
     status = {}
 
     def run() -> None:
         try:
             get_runner("verilator").test(
-                test_module="offnic_sim.workload", hdl_toplevel=m.top_module, hdl_toplevel_lang="verilog",
+                test_module=test_module, hdl_toplevel=m.top_module, hdl_toplevel_lang="verilog",
                 build_dir=m.dir, test_dir=run_dir, seed=seed,
                 extra_env={harness.BENCH_ENV: json.dumps(bench)}, waves=m.waves,
                 results_xml=str(results), timescale=harness.TIMESCALE, log_file=log)
@@ -336,8 +337,10 @@ def cmd_bench(args: list[str]) -> int:
     import time
 
     from offnic_sim import report, workload
+    if args[:1] == ["cache"]:
+        return cmd_bench_cache(args[1:])
     ap = argparse.ArgumentParser(prog="offnic bench", description="performance benches of the whole NIC")
-    ap.add_argument("suite", choices=["base"], help="base: RFC 2544-style throughput/latency of the base NIC")
+    ap.add_argument("suite", choices=["base", "cache"], help="base: RFC 2544-style throughput/latency of the base NIC")
     ap.add_argument("--sizes", default=None,
                     help=f"frame sizes with FCS, comma separated (default {','.join(map(str, workload.BENCH_SIZES))})")
     ap.add_argument("--window-us", type=float, default=30.0, help="measured window per case, simulated us (default 30)")
@@ -368,6 +371,11 @@ def cmd_bench(args: list[str]) -> int:
     print(f"\nPCIe Gen3 x8 usable: {th['usable_gbps']} Gb/s per direction ({th['formula']})")
     print(f"[offnic] wrote {_rel(out)} and {_rel(png)} in {time.monotonic() - t0:.0f} s")
     return 1 if run.get("driver_errors") else 0
+
+
+def cmd_bench_cache(args: list[str]) -> int:
+    from offnic_sim import cache_report
+    return cache_report.main(args, simulate=simulate, rel=_rel)
 
 
 def _rel(p: Path) -> str:
