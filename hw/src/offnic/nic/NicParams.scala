@@ -24,7 +24,7 @@ case class NicParams(
     txQueues: Int = 8,
     rxQueues: Int = 8,
     eqs: Int = 4,
-    descCache: Int = 64,
+    descCache: Int = 128,
     maxSegs: Int = 16,
     maxTxFrame: Int = 9216,
     maxRxFrame: Int = 9216,
