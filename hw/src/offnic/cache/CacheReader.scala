@@ -21,7 +21,7 @@ class CacheWord extends Bundle {
 }
 
 /** A read burst: word offset in its tier and 1..16 beats. */
-class DramRead extends Bundle {
+class TierRead extends Bundle {
   val word = UInt(27.W)
   val beats = UInt(5.W)
 }
@@ -50,7 +50,7 @@ class CacheReader(cp: CacheParams) extends Module {
     val addr = Output(UInt(cp.onchipWordBits.W))
     val data = Input(UInt(256.W)) // one cycle after en
   })
-  val dram_ar = IO(Decoupled(new DramRead))
+  val dram_ar = IO(Decoupled(new TierRead))
   val dram_r = IO(Flipped(Decoupled(new CacheWord)))
   val dram_rlast = IO(Input(Bool()))
 
@@ -78,8 +78,8 @@ class CacheReader(cp: CacheParams) extends Module {
     lastW := endW
   }
 
-  private val onchipQ = Module(new Queue(new DramRead, 4))
-  private val arQ = Module(new Queue(new DramRead, 4))
+  private val onchipQ = Module(new Queue(new TierRead, 4))
+  private val arQ = Module(new Queue(new TierRead, 4))
   dram_ar <> arQ.io.deq
   private val orderQ = Module(new Queue(new Burst, 16))
   private val toBoundary = BurstWords.U - curW(3, 0)

@@ -227,7 +227,7 @@ class PayloadCache(val cp: CacheParams, ramAddrBits: Int, insertTag: Int) extend
 
   // ---- Done: an append's last write, else a finished insert
   private val finished = VecInit((0 until Inserts).map(e =>
-    insValid(e) && !insIssuing(e) && insChunks(e) === 0.U && insWrites(e) === 0.U && !(insertGo && freeIns === e.U)))
+    insValid(e) && !insIssuing(e) && insChunks(e) === 0.U && insWrites(e) === 0.U))
   private val fin = PriorityEncoder(finished)
   private val out = aligner.m_wr
   for (pt <- 0 until 2) {
