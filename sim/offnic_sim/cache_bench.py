@@ -39,46 +39,20 @@ import cocotb
 from cocotb.simtime import get_sim_time
 from cocotb.triggers import Timer
 
-from offnic_sim import rings
-from offnic_sim.cachedir import APPEND_CACHE, APPEND_HOST, INSERT, CacheDir
 from offnic_sim.harness import bench_config
 from offnic_sim.nic_tb import NicTB
 from offnic_sim.rings import OP_CACHE_APPEND, OP_CACHE_INSERT, OP_DATA, Desc
+from offnic_sim.webserve import DRAM_BASE, HDR_BYTES, MORE, WebServer, last
 from offnic_sim.workload import HDR, LINE_GBPS, MAX_FRAME, TAG_AT, WIRE_OVERHEAD, PcieTap
 
-MORE = rings.DESC_MORE
 TX_RING = 1024
-MSS = 1448
-HDR_BYTES = 54
 REGION = 64 << 10          # bytes of each tier the hit path reads
-DRAM_BASE = 1 << 20        # first DRAM-tier offset (cache.onchip_bytes)
-FILE_PATTERN = 4 << 20     # file contents: windows of a 4 MiB random pattern
 HDR_SLOTS = 1024           # header staging slots (64 B each), reused round robin
 SOURCES = ("host", "onchip", "dram", "host1")  # host1: whole frame, one DATA descriptor
 
 
 def now_ns() -> float:
     return get_sim_time("ns")
-
-
-def last(descs: list[Desc]) -> list[Desc]:
-    """The chain with MORE cleared on its last descriptor."""
-    d = descs[-1]
-    descs[-1] = Desc(d.addr, d.len, d.opcode, d.flags & ~MORE, d.csum_start, d.csum_insert)
-    return descs
-
-
-def tap_totals(tap: PcieTap, bucket: str = "x") -> dict:
-    """TLP+DLLP wire bytes so far in `bucket`, by direction: up = NIC -> host, down = host -> NIC."""
-    out = {"up": 0, "down": 0, "up_tlps": 0, "down_tlps": 0}
-    for label, kinds in tap.counts.get(bucket, {}).items():
-        if label == "_if":
-            continue
-        for k, (n, b) in kinds.items():
-            way = k.split("_")[0]
-            out[way] += b
-            out[way + "_tlps"] += n
-    return out
 
 
 def tuning(size: int) -> dict:
@@ -92,7 +66,7 @@ def tuning(size: int) -> dict:
 class CacheBench:
     def __init__(self, dut, cfg: dict):
         self.cfg = cfg
-        self.tb = NicTB(dut, host_latency_ns=cfg.get("host_latency_ns", 1000.0))
+        self.tb = NicTB(dut, host_latency_ns=cfg.get("host_latency_ns", 1000.0), pcie_lanes=cfg.get("pcie_lanes", 8))
         self.drv = self.tb.drv
         self.tap = PcieTap(self.tb.dev)
         self.rng = random.Random(cfg.get("seed", 0))
@@ -211,9 +185,9 @@ class CacheBench:
 
         async def marks():
             await Timer(round(w0 - now_ns()), "ns")
-            snaps["w0"] = tap_totals(self.tap)
+            snaps["w0"] = self.tap.totals("x")
             await Timer(round(w1 - now_ns()), "ns")
-            snaps["w1"] = tap_totals(self.tap)
+            snaps["w1"] = self.tap.totals("x")
 
         feeder = cocotb.start_soon(feed())
         mk = cocotb.start_soon(marks())
@@ -267,85 +241,38 @@ class CacheBench:
 
     # ------------------------------------------------------------------ trace replay
 
-    def file_bytes(self, fid: int, off: int, n: int) -> bytes:
-        """Byte off.. of file fid (deterministic content: a window of a random pattern)."""
-        if not hasattr(self, "pattern"):
-            self.pattern = random.Random(12345).randbytes(FILE_PATTERN)
-            self.pattern2 = self.pattern + self.pattern
-        out = b""
-        while n > 0:
-            at = (fid * 7919 + off) % FILE_PATTERN
-            k = min(n, FILE_PATTERN)
-            out += self.pattern2[at:at + k]
-            off, n = off + k, n - k
-        return out
-
-    def warm(self, d: CacheDir, wl: dict) -> int:
-        """Run the warm-up requests through the directory without simulated time and put
-        what it inserts straight into the DRAM model (backdoor): the cache then holds what
-        a server that had already served them would have cached. Returns bytes inserted."""
-        n = 0
-        for fid, size, rev in zip(wl["warm_file_id"], wl["warm_file_size"], wl["warm_revision"]):
-            for off in range(0, size, MSS):
-                for c in d.plan(fid, rev, size, off, min(MSS, size - off), fid << 32):
-                    if c.op == INSERT:
-                        f, o = c.host_addr >> 32, c.host_addr & 0xFFFFFFFF
-                        self.tb.dram.write(c.cache_off, self.file_bytes(f, o, c.len))
-                        n += c.len
-        d.reset_stats()
-        return n
-
     async def replay(self, wl: dict, cached: bool) -> dict:
-        """One workload's requests, with (cached) or without the cache. With the cache, the
-        directory's offsets [0, 16 MiB) are the DRAM tier's [1 MiB, 17 MiB) (so a warm-up
-        can fill it through the DRAM model's backdoor)."""
+        """One workload's requests, with (cached) or without the cache (webserve.WebServer:
+        the directory's offsets [0, 16 MiB) are the DRAM tier's [1 MiB, 17 MiB), so the
+        warm-up fills it through the DRAM model's backdoor). Served throughput: wire bytes
+        (with FCS) from the first frame's end to the last's, over that span."""
         drv = self.drv
         await drv.set_moderation("tx", 0, 16, 2)
-        files = {}
-        for fid, size in zip(wl["file_id"], wl["file_size"]):
-            if fid not in files and size:
-                buf = drv.alloc(size)
-                data = self.file_bytes(fid, 0, size)
-                buf.write(0, data)
-                files[fid] = (buf, data)
-        d = CacheDir(wl.get("cache_bytes", 16 << 20)) if cached else None
-        warmed = self.warm(d, wl) if cached else 0
+        srv = WebServer(drv, self.tb.dram, wl.get("cache_bytes", 16 << 20) if cached else None)
+        srv.load_files(wl["file_id"], wl["file_size"])
+        warmed = srv.warm(wl["warm_file_id"], wl["warm_file_size"], wl["warm_revision"]) if cached else 0
         c0 = await drv.counters("cache")
-        p0 = tap_totals(self.tap)
+        p0 = self.tap.totals("x")
         t0 = now_ns()
-        content = packets = inserts = 0
-        batch = []
-        toks = []
+        wire0 = len(self.wire)
+        batch, toks = [], []
+
+        def next_tag() -> int:
+            self.seq += 1
+            return self.seq
 
         async def flush():
             if batch:
-                toks.extend(await drv.send_descs_batch(0, batch, max_in_flight=64))
+                toks.extend(await drv.send_descs_batch(0, batch, max_in_flight=self.cfg.get("replay_in_flight", 64)))
                 batch.clear()
 
         for fid, size, rev in zip(wl["file_id"], wl["file_size"], wl["revision"]):
             if not size:
                 continue
-            buf, data = files[fid]
-            for off in range(0, size, MSS):
-                n = min(MSS, size - off)
-                tag, haddr, h = self.header()
-                chain = [Desc(haddr, HDR_BYTES, OP_DATA, MORE)]
-                if d is None:
-                    chain.append(Desc(buf.addr + off, n, OP_DATA, MORE))
-                else:
-                    for c in d.plan(fid, rev, size, off, n, buf.addr):
-                        if c.op == INSERT:
-                            batch.append(([Desc.with_arg(c.host_addr, c.len, OP_CACHE_INSERT, DRAM_BASE + c.cache_off)],
-                                          c.len))
-                            inserts += 1
-                        elif c.op == APPEND_HOST:
-                            chain.append(Desc(c.host_addr, c.len, OP_DATA, MORE))
-                        elif c.op == APPEND_CACHE:
-                            chain.append(Desc(DRAM_BASE + c.cache_off, c.len, OP_CACHE_APPEND, MORE))
-                self.expect[tag] = h + data[off:off + n]
-                batch.append((last(chain), HDR_BYTES + n))
-                packets += 1
-                content += n
+            for it in srv.response(fid, rev, size, next_tag):
+                if it.tag is not None:
+                    self.expect[it.tag] = it.frame
+                batch.append((it.descs, it.length))
                 if len(batch) >= 16:
                     await flush()
         await flush()
@@ -356,26 +283,32 @@ class CacheBench:
         missing = len(self.expect)
         assert not missing, f"{wl['workload']}: {missing} frames never reached the wire"
         c1 = await drv.counters("cache")
-        p1 = tap_totals(self.tap)
+        p1 = self.tap.totals("x")
 
         def cdelta(name: str) -> int:
-            lo = (c1[name + "_lo"] | c1.get(name + "_hi", 0) << 32) - (c0[name + "_lo"] | c0.get(name + "_hi", 0) << 32)
-            return lo
+            return (c1[name + "_lo"] | c1.get(name + "_hi", 0) << 32) - (c0[name + "_lo"] | c0.get(name + "_hi", 0) << 32)
         host_b, cache_b, ins_b = cdelta("host_bytes"), cdelta("cache_bytes"), cdelta("insert_bytes")
-        crossed = ins_b + host_b - HDR_BYTES * packets
+        crossed = ins_b + host_b - HDR_BYTES * srv.packets
+        frames = self.wire[wire0:]
+        span = frames[-1][2] - frames[0][2] if len(frames) > 1 else 0.0
+        wire_b = sum(n for _, n, _ in frames[1:])
         rec = {
-            "mode": "cache" if cached else "nocache", "requests": len(wl["file_id"]), "packets": packets,
-            "content_bytes": content, "inserts": inserts, "warm_requests": len(wl.get("warm_file_id", [])),
+            "mode": "cache" if cached else "nocache", "requests": len(wl["file_id"]), "packets": srv.packets,
+            "content_bytes": srv.content, "inserts": srv.inserts, "warm_requests": len(wl.get("warm_file_id", [])),
             "warm_inserted_bytes": warmed,
             "nic_host_bytes": host_b, "nic_cache_bytes": cache_b, "nic_insert_bytes": ins_b,
             "content_crossed_bytes": crossed,
             "pcie_up_bytes": p1["up"] - p0["up"], "pcie_down_bytes": p1["down"] - p0["down"],
             "pcie_bytes": p1["up"] + p1["down"] - p0["up"] - p0["down"],
             "sim_us": round((now_ns() - t0) / 1000, 1),
+            "served_gbps": round(wire_b * 8 / span, 3) if span else None,
+            "served_line_rate_pct": round(100 * (wire_b + WIRE_OVERHEAD * (len(frames) - 1)) * 8 / span / LINE_GBPS, 2)
+            if span else None,
+            "content_gbps": round(srv.content * 8 / span, 3) if span else None,
         }
-        if d is not None:
-            rec["dir_stats"] = d.stats()
-            d.close()
+        if srv.dir is not None:
+            rec["dir_stats"] = srv.dir.stats()
+        srv.close()
         return rec
 
     # ------------------------------------------------------------------ all
@@ -410,13 +343,13 @@ class CacheBench:
                 r["workload"] = wl["workload"]
                 out["trace"].append(r)
         out.update(seed=cfg.get("seed", 0), sim_ns=now_ns(), wall_s=round(time.monotonic() - self.wall0, 1),
-                   driver_errors=list(self.drv.errors), host_latency_ns=self.tb.hostmem.read_latency_ns)
+                   driver_errors=list(self.drv.errors), host_latency_ns=self.tb.hostmem.read_latency_ns,
+                   pcie_lanes=self.tb.pcie_lanes)
         return out
 
 
-@cocotb.test(timeout_time=2000, timeout_unit="ms")
-async def cache_bench(dut):
-    """The simulation of `./offnic bench cache`."""
+async def run_from_config(dut) -> dict:
+    """Runs the bench settings (from tasks.py or a test) and writes the raw results to `out`."""
     cfg = bench_config()
     if cfg.get("seed") is None:
         cfg["seed"] = random.getrandbits(32)
@@ -427,3 +360,10 @@ async def cache_bench(dut):
     b.phase = "done"
     b.progress()
     assert not res["driver_errors"], res["driver_errors"][:5]
+    return res
+
+
+@cocotb.test(timeout_time=2000, timeout_unit="ms")
+async def cache_bench(dut):
+    """The simulation of `./offnic bench cache`."""
+    await run_from_config(dut)

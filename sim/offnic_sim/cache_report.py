@@ -16,6 +16,7 @@ from offnic_sim import cache_study, hw, webtrace
 from offnic_sim.cachedir import CacheDir, content_reduction_pct
 
 ROOT = hw.ROOT
+LINE_GBPS = 25.0
 HIT_SIZES = [64, 128, 256, 512, 1024, 1518, 9000]
 SIM_CACHE = 16 << 20
 MSS = 1448
@@ -52,7 +53,30 @@ def trace_prefix(name: str, seed: int, max_requests: int, max_bytes: int, warm_b
             "model_content_reduction_pct": round(content_reduction_pct(st), 2)}
 
 
-def records(fig3: list[dict], prefixes: list[dict], run: dict) -> list[dict]:
+def served_records(prefixes: list[dict], run: dict) -> list[dict]:
+    """Fig. 7b's analogue: per workload, the throughput the server gets out of the NIC
+    (frames on the wire, with FCS, first frame's end to last's) with and without the
+    cache, on the link of that run (`pcie_lanes`)."""
+    by = {}
+    for t in run["trace"]:
+        by.setdefault(t["workload"], {})[t["mode"]] = t
+    out = []
+    for p in prefixes:
+        c, nc = by[p["workload"]]["cache"], by[p["workload"]]["nocache"]
+        out.append({
+            "case": "served_throughput", "workload": p["workload"], "label": p["label"],
+            "cache_bytes": p["cache_bytes"], "pcie_lanes": run.get("pcie_lanes", 8),
+            "requests": c["requests"], "content_bytes": c["content_bytes"],
+            "model_content_reduction_pct": p["model_content_reduction_pct"],
+            "served_gbps_cache": c["served_gbps"], "served_gbps_nocache": nc["served_gbps"],
+            "line_rate_pct_cache": c["served_line_rate_pct"], "line_rate_pct_nocache": nc["served_line_rate_pct"],
+            "throughput_gain_pct": round(100.0 * (c["served_gbps"] / nc["served_gbps"] - 1), 2),
+            "sim_pcie_reduction_pct": round(100.0 * (1 - c["pcie_bytes"] / nc["pcie_bytes"]), 2),
+        })
+    return out
+
+
+def records(fig3: list[dict], prefixes: list[dict], run: dict, narrow: dict | None = None) -> list[dict]:
     recs = [dict(r, case="fig3_model") for r in fig3]
     for r in run["hit"]:
         lat = {x["frame_bytes"]: x for x in run["latency"] if x["source"] == r["source"]}
@@ -83,6 +107,9 @@ def records(fig3: list[dict], prefixes: list[dict], run: dict) -> list[dict]:
             "sim_us_cache": c["sim_us"], "sim_us_nocache": nc["sim_us"],
             "model_agrees": abs(sim_content - p["model_content_reduction_pct"]) < 0.01,
         })
+    recs += served_records(prefixes, run)
+    if narrow is not None:
+        recs += served_records(prefixes, narrow)
     return recs
 
 
@@ -90,7 +117,7 @@ def plot(recs: list[dict], png: Path) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, axs = plt.subplots(1, 3, figsize=(16, 4.8))
+    fig, axs = plt.subplots(1, 4, figsize=(21, 4.8))
     ax = axs[0]
     f3 = [r for r in recs if r.get("case") == "fig3_model"]
     tr = {r["workload"]: r for r in recs if r.get("case") == "trace_replay"}
@@ -115,7 +142,8 @@ def plot(recs: list[dict], png: Path) -> None:
     ax.set_title("Fig. 3: model (solid single, dashed dual);\n+ = simulated PCIe reduction, trace prefix, 16 MB",
                  fontsize=9)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7)
+    if f3:
+        ax.legend(fontsize=7)
     ax = axs[1]
     hit = [r for r in recs if r.get("case") == "hit_path"]
     for src in dict.fromkeys(r["source"] for r in hit):
@@ -141,6 +169,22 @@ def plot(recs: list[dict], png: Path) -> None:
     ax.set_ylabel("doorbell to end of frame on the wire (ns, median)")
     ax.set_title("Unloaded descriptor-to-wire latency", fontsize=9)
     ax.legend(fontsize=8)
+    ax.grid(True, axis="y", alpha=0.3)
+    ax = axs[3]
+    sv = [r for r in recs if r.get("case") == "served_throughput"]
+    lanes = sorted({r["pcie_lanes"] for r in sv})
+    labels = list(dict.fromkeys(r["label"] for r in sv))
+    w = 0.8 / max(1, 2 * len(lanes))
+    for k, ln in enumerate(lanes):
+        for m, (key, hatch) in enumerate((("served_gbps_nocache", ""), ("served_gbps_cache", "//"))):
+            ys = [next((r[key] for r in sv if r["label"] == lb and r["pcie_lanes"] == ln), 0) for lb in labels]
+            ax.bar([i + (2 * k + m) * w for i in range(len(labels))], ys, w, hatch=hatch,
+                   label=f"Gen3 x{ln} {'with' if m else 'without'} cache", color=f"C{k}", alpha=0.55 + 0.45 * m)
+    ax.axhline(LINE_GBPS, color="grey", ls=":")
+    ax.set_xticks([i + w * (2 * len(lanes) - 1) / 2 for i in range(len(labels))], labels, fontsize=8)
+    ax.set_ylabel("served Gb/s on the wire (25G port)")
+    ax.set_title("Fig. 7b analogue: served throughput, trace windows", fontsize=9)
+    ax.legend(fontsize=7)
     ax.grid(True, axis="y", alpha=0.3)
     fig.tight_layout()
     png.parent.mkdir(parents=True, exist_ok=True)
@@ -170,6 +214,12 @@ def tables(recs: list[dict]) -> str:
         out += [f"| {r['label']} | {r['warm_requests']} | {r['requests']} | {r['packets']} | {r['content_bytes'] / 1000:.0f} | "
                 f"{r['model_content_reduction_pct']:.2f} | {r['sim_content_reduction_pct']:.2f} | "
                 f"{r['sim_pcie_reduction_pct']:.2f} | {r['model_agrees']} |" for r in tr]
+    sv = [r for r in recs if r.get("case") == "served_throughput"]
+    if sv:
+        out += ["", "| workload | PCIe link | served Gb/s without | with cache | gain % | PCIe bytes % |",
+                "|---|---|---|---|---|---|"]
+        out += [f"| {r['label']} | Gen3 x{r['pcie_lanes']} | {r['served_gbps_nocache']:.2f} | {r['served_gbps_cache']:.2f} | "
+                f"{r['throughput_gain_pct']:+.1f} | {-r['sim_pcie_reduction_pct']:+.1f} |" for r in sv]
     return "\n".join(out)
 
 
@@ -186,6 +236,9 @@ def main(args: list[str], simulate, rel=str) -> int:
     ap.add_argument("--warm-mb", type=int, default=128, help="warm-up content per workload, MB (directory only)")
     ap.add_argument("--workloads", default=",".join(webtrace.WORKLOADS))
     ap.add_argument("--no-fig3", action="store_true", help="skip the full-trace Fig. 3 study")
+    ap.add_argument("--narrow-lanes", type=int, default=2,
+                    help="Fig. 7b: replay the windows again with the PCIe link trained down to this many lanes "
+                         "(0: skip; default 2)")
     ap.add_argument("--out", default=None, help="JSON (default results/bench-cache.json)")
     a = ap.parse_args(args)
     t0 = time.monotonic()
@@ -228,17 +281,37 @@ def main(args: list[str], simulate, rel=str) -> int:
                   flush=True)
 
     t_sim = time.monotonic()
+    narrow, nth = {}, None
+    if a.narrow_lanes:
+        # a second simulation at the same time: the same windows over a narrow host link
+        ncfg = {"pcie_lanes": a.narrow_lanes, "hit": {"sizes": [], "latency_sizes": []},
+                "trace_file": cfg["trace_file"]}
+        seed = a.seed
+
+        def narrow_sim():
+            narrow.update(simulate([], hw.BUILD / "bench-cache-narrow", seed, None,
+                                   test_module="offnic_sim.cache_bench", extra=ncfg))
+        print(f"[offnic] Fig. 7b: the windows again over a Gen3 x{a.narrow_lanes} link, a second simulation "
+              f"in the background", flush=True)
+        nth = threading.Thread(target=narrow_sim, daemon=True)
+        nth.start()
+        time.sleep(2)
     run = simulate([], hw.BUILD / "bench-cache", a.seed, show, test_module="offnic_sim.cache_bench", extra=cfg)
+    if nth is not None:
+        nth.join()
+        if not narrow:
+            raise SystemExit("[offnic] the narrow-link simulation failed; see build/bench-cache-narrow/sim.log")
     sim_wall = time.monotonic() - t_sim
     if th is not None:
         th.join()
         print("\n".join(fig3_log), flush=True)
-    recs = records(fig3, prefixes, run)
+    recs = records(fig3, prefixes, run, narrow or None)
     head = {"command": " ".join(["./offnic", "bench", "cache", *args]), "seed": run["seed"],
             "trace_seed": a.trace_seed, "replay": " ".join([f"OFFNIC_SEED={run['seed']}", "./offnic", "bench", "cache", *args]),
             "hw_sources_sha256": run.get("hw_sources_sha256"), "sim_wall_s": round(sim_wall, 1),
             "sim_us": round(run["sim_ns"] / 1000, 1), "wall_s": round(time.monotonic() - t0, 1),
-            "host_latency_ns": run.get("host_latency_ns")}
+            "host_latency_ns": run.get("host_latency_ns"),
+            "narrow_seed": narrow.get("seed"), "narrow_sim_us": round(narrow["sim_ns"] / 1000, 1) if narrow else None}
     recs[0] = {**head, **recs[0]}
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(recs, indent=1) + "\n")
@@ -251,4 +324,4 @@ def main(args: list[str], simulate, rel=str) -> int:
     bad = [r["workload"] for r in recs if r.get("case") == "trace_replay" and not r["model_agrees"]]
     if bad:
         print(f"[offnic] the simulation's content reduction differs from the model for {', '.join(bad)}")
-    return 1 if run.get("driver_errors") or bad else 0
+    return 1 if run.get("driver_errors") or narrow.get("driver_errors") or bad else 0

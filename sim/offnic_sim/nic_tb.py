@@ -88,7 +88,8 @@ class NicTB:
     """The NIC with its PCIe host, ports and driver. `await init()` before use."""
 
     def __init__(self, dut, *, host_latency_ns: float = DEFAULT_READ_LATENCY_NS, port_gbps: int = 25,
-                 mode: str = "irq", mps: int = 256, mrrs: int = 512, strict: bool = True):
+                 mode: str = "irq", mps: int = 256, mrrs: int = 512, strict: bool = True,
+                 pcie_lanes: int = 8):
         self.dut = dut
         self.clock = dut.clock
         self.mps, self.mrrs = mps, mrrs
@@ -105,6 +106,11 @@ class NicTB:
             cfg_max_read_req=dut.cfg_max_read_req,
         )
         self.dev.functions[0].configure_bar(0, BAR0_BYTES, ext=True, prefetch=True)
+        # pcie_lanes < 8: the x8 hard IP trained down to a narrower link (an x8 card in an
+        # x2 slot): the user interface stays 256 bits at 250 MHz, the link serialises
+        # TLPs at Gen3 rate over fewer lanes: a host link that is the bottleneck.
+        self.pcie_lanes = pcie_lanes
+        self.dev.upstream_port.max_link_width = pcie_lanes
         self.rc = RootComplex()
         self.rc.make_port().connect(self.dev)
         quiet(self.dev.log, self.dev.functions[0].log, logging.getLogger("cocotb.pcie"))

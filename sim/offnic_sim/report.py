@@ -467,7 +467,7 @@ STREAM_NAMES = {"tx": "TX host->wire", "rx": "RX wire->host"}
 
 
 def demo_report(run: dict, wall_s: float | None = None, png: str | None = None) -> tuple[str, dict]:
-    c = next(x for x in run["cases"] if x["direction"] != "probe")
+    c = next(x for x in run["cases"] if x["direction"] not in ("probe", "web"))
     a = analyze_case(c)
     st = a["streams"]
     mix = ", ".join(f"{s} B x{w:g}" for s, w in c["sizes"])
@@ -546,11 +546,51 @@ def demo_report(run: dict, wall_s: float | None = None, png: str | None = None) 
         near.append((100 * hr["mean"] / DMA_READ_TAGS,
                      f"DMA read tags (all {DMA_READ_TAGS} in use at times, {hr['mean']:.0f} on average)"))
     L.append("  near their limit in the window: " + (", ".join(x for _, x in sorted(near, reverse=True)) if near else "nothing"))
+    web = next((x for x in run["cases"] if x["direction"] == "web"), None)
+    if web:
+        L += [""] + web_lines(web)
     if run.get("driver_errors"):
         L.append(f"  DRIVER ERRORS: {run['driver_errors'][:3]}")
     if png:
         L.append(f"  plot: {png}")
     return "\n".join(L), a
+
+
+WEB_HDR_BYTES = 54  # webserve.HDR_BYTES: the header every packet takes from host memory
+
+
+def web_lines(c: dict) -> list[str]:
+    """The demo's payload-cache case (workload.web_case) as report lines."""
+    w = c["web"]
+    nc, ca = w["nocache"], w["cache"]
+    L = [f"payload cache (docs/cache.md): a web server sends {nc['requests']} responses of the {c['label']} trace "
+         f"({nc['content_bytes'] / 1000:.0f} KB in {nc['packets']} packets: a {WEB_HDR_BYTES} B header from host "
+         f"memory + up to 1448 B of file) on port 0,",
+         f"  after {c['warm_requests']:,} requests' warm-up of a "
+         f"{c['cache_bytes'] >> 20} MiB directory (blocks in the DRAM tier); the driver core's directory plans every packet",
+         f"  {'':<20} {'Gb/s':>6} {'PCIe bytes':>11} {'host->NIC':>10} {'per file B':>10} "
+         f"{'file bytes over PCIe':>21} {'inserts':>14} {'hits DRAM':>9}"]
+
+    def crossed(r):
+        k = r["cache"]
+        return k["insert_bytes"] + k["host_bytes"] - WEB_HDR_BYTES * r["packets"]
+    for name, r in (("without the cache", nc), ("with the cache", ca)):
+        k, p = r["cache"], r["pcie"]
+        tot = p["up"] + p["down"]
+        x = crossed(r)
+        ins = f"{k['inserts']} ({k['insert_bytes'] / 1000:.0f} KB)" if k["inserts"] else "-"
+        L.append(f"  {name:<20} {r['served_gbps'] or 0:>6.2f} {tot:>11,} {p['down']:>10,} "
+                 f"{tot / max(1, r['content_bytes']):>10.3f} {x:>12,} ({100 * x / max(1, r['content_bytes']):5.1f}%) "
+                 f"{ins:>14} {k['hits_dram'] + k['hits_onchip']:>9}")
+    red = 100 * (1 - (ca["pcie"]["up"] + ca["pcie"]["down"]) / max(1, nc["pcie"]["up"] + nc["pcie"]["down"]))
+    cred = 100 * (1 - crossed(ca) / max(1, crossed(nc)))
+    errs = {k: ca["cache"][k] + nc["cache"][k] for k in ("range_errors", "read_errors", "write_errors")}
+    bad = sum(r["failed"] + r["missing"] for r in (nc, ca)) + ca["mismatches"]
+    L.append(f"  with the cache: PCIe traffic {-red:+.1f}%, file bytes over PCIe {-cred:+.1f}% (the directory model "
+             f"predicted {-c['model_content_reduction_pct']:+.1f}%); frames "
+             + ("byte-exact on the wire" if not bad else f"WRONG: {bad} failed, missing or different")
+             + "; cache errors: " + (", ".join(f"{k} {v}" for k, v in errs.items() if v) or "none"))
+    return L
 
 
 def demo_plot(run: dict, path: Path, bin_us: float = 10.0) -> None:
@@ -559,7 +599,7 @@ def demo_plot(run: dict, path: Path, bin_us: float = 10.0) -> None:
     import matplotlib.pyplot as plt
     import matplotlib.ticker
 
-    c = next(x for x in run["cases"] if x["direction"] != "probe")
+    c = next(x for x in run["cases"] if x["direction"] not in ("probe", "web"))
     t0 = c["t_begin_ns"]
     end = max(c["t_stop_ns"], c["w1_ns"])
     nb = int(math.ceil((end - t0) / (bin_us * 1000)))

@@ -55,6 +55,7 @@ from cocotbext.pcie.core.tlp import TlpType
 
 from offnic_sim.harness import bench_config
 from offnic_sim.nic_tb import CORE_PERIOD_NS, NicTB, nic_counters
+from offnic_sim.webserve import WebServer
 
 LINE_GBPS = 25.0
 WIRE_OVERHEAD = 20          # preamble + SFD (8) + average inter-frame gap (12), bytes per frame
@@ -115,12 +116,27 @@ def expected_us(case: dict) -> float:
     """Roughly how much simulated time a case takes (for progress bars)."""
     if case["direction"] == "probe":
         return sum(4.5 + 2 + (s + 20) * 8 / (LINE_GBPS * 1000) * 2 for s, _ in case["sizes"]) * case["frames_per_size"]
+    if case["direction"] == "web":  # both modes at about line rate
+        return 2 * (10 + sum(case["file_size"]) * 1.05 * 8 / (LINE_GBPS * 1000))
     return case["settle_us"] + case["window_us"] + case["tail_us"] + 8.0
 
 
-def demo_cases(window_us: float = 100.0, seed: int = 0) -> list[dict]:
-    return [make_case("demo", IMIX, 2, "bidir", window_us, settle_us=5.0, seed=seed),
-            probe_case([64, 1500], seed)]
+def web_case(trace: dict, seed: int = 0) -> dict:
+    """The payload cache at work: a window of a web trace (cache_report.trace_prefix: the
+    requests, and the warm-up the directory has already served) sent the sendfile way on
+    port 0 (webserve.WebServer: 54-byte headers from host memory, payloads in MSS pieces),
+    first without the cache, then with it (the directory warmed, its blocks in the DRAM
+    tier); every frame checked byte for byte."""
+    return {"name": "web", "direction": "web", "ports": [0], "seed": seed, "txq_per_port": 1,
+            "sizes": [[1502, 1]], "in_flight": 64, **trace}
+
+
+def demo_cases(window_us: float = 100.0, seed: int = 0, trace: dict | None = None) -> list[dict]:
+    cases = [make_case("demo", IMIX, 2, "bidir", window_us, settle_us=5.0, seed=seed),
+             probe_case([64, 1500], seed)]
+    if trace is not None:
+        cases.append(web_case(trace, seed))
+    return cases
 
 
 def bench_cases(sizes: list[int] = BENCH_SIZES, window_us: float = 20.0, jumbo_frames: int = 20,
@@ -171,6 +187,19 @@ class PcieTap:
         if i >= 0 and addr < self.ranges[i][1]:
             return self.ranges[i][2]
         return "shared"
+
+    def totals(self, bucket: str) -> dict:
+        """TLP+DLLP wire bytes so far in `bucket`, by direction: up = NIC -> host, down =
+        host -> NIC (and TLP counts, up_tlps/down_tlps)."""
+        out = {"up": 0, "down": 0, "up_tlps": 0, "down_tlps": 0}
+        for label, kinds in self.counts.get(bucket, {}).items():
+            if label == "_if":
+                continue
+            for k, (n, b) in kinds.items():
+                way = k.split("_")[0]
+                out[way] += b
+                out[way + "_tlps"] += n
+        return out
 
     def _wrap(self, port, way: str) -> None:
         orig = port.handle_tx
@@ -245,6 +274,8 @@ class Workload:
         self.rx_done = {0: [], 1: []}   # RX completions taken by the driver: (tag, len, t_cpl_ns, status)
         self.case_ix = 0
         self.case_frac = 0.0
+        self.expect: dict[int, bytes] = {}  # tag -> the frame the wire must carry (web case)
+        self.mismatches = 0
 
     # ---- set-up
 
@@ -285,7 +316,11 @@ class Workload:
         while True:
             f = await sink.recv()
             data = f.get_payload(strip_fcs=False)
-            rec[p].append((int.from_bytes(data[TAG_AT:TAG_AT + 8], "little"), len(data), f.sim_time_end / 1000.0))
+            tag = int.from_bytes(data[TAG_AT:TAG_AT + 8], "little")
+            want = self.expect.pop(tag, None)
+            if want is not None and bytes(data[:len(want)]) != want:
+                self.mismatches += 1
+            rec[p].append((tag, len(data), f.sim_time_end / 1000.0))
 
     async def _rx_take(self, p: int) -> None:
         while True:
@@ -384,9 +419,71 @@ class Workload:
         drv.tx_done(q).clear()
         return {**case, "index": ix, "probe": out}
 
+    async def run_web(self, ix: int, case: dict) -> dict:
+        """See web_case."""
+        drv = self.drv
+        self.case_ix, self.case_frac = ix, 0.0
+        q = self.txqs[0][0]
+        await drv.set_moderation("tx", q, 16, 2)
+        drv.tx_done(q).clear()
+        out = {}
+        seq = [0]
+
+        def next_tag() -> int:
+            seq[0] += 1
+            return tag_of(ix, False, 0, seq[0])
+        for k, mode in enumerate(("nocache", "cache")):
+            cached = mode == "cache"
+            srv = WebServer(drv, self.tb.dram, case["cache_bytes"] if cached else None)
+            srv.load_files(case["file_id"], case["file_size"])
+            warmed = srv.warm(case["warm_file_id"], case["warm_file_size"], case["warm_revision"]) if cached else 0
+            self.wire[0] = []
+            c0 = await self.counters()
+            self.tap.counts = {}
+            self.tap.bucket = "web"
+            toks, batch = [], []
+            for fid, size, rev in zip(case["file_id"], case["file_size"], case["revision"]):
+                for it in srv.response(fid, rev, size, next_tag) if size else []:
+                    if it.tag is not None:
+                        self.expect[it.tag] = it.frame
+                    batch.append((it.descs, it.length))
+                    if len(batch) >= 16:
+                        toks += await drv.send_descs_batch(q, batch, max_in_flight=case["in_flight"])
+                        batch = []
+                        self.case_frac = (k + len(self.wire[0]) / max(1, srv.packets)) / 2
+            if batch:
+                toks += await drv.send_descs_batch(q, batch, max_in_flight=case["in_flight"])
+            t_lim = now_ns() + 2_000_000
+            while (drv.tx_in_flight(q) or len(self.wire[0]) < srv.packets) and now_ns() < t_lim:
+                await Timer(500, "ns")
+            self.tap.bucket = None
+            c1 = await self.counters()
+            d = self.delta(c0, c1)
+            frames = self.wire[0]
+            span = frames[-1][2] - frames[0][2] if len(frames) > 1 else 0.0
+            wire_b = sum(n for _, n, _ in frames[1:])
+            out[mode] = {
+                "requests": len(case["file_id"]), "packets": srv.packets, "frames_on_wire": len(frames),
+                "content_bytes": srv.content, "inserts": srv.inserts, "warm_inserted_bytes": warmed,
+                "failed": sum(1 for t in toks if t.status != 0), "missing": len(self.expect),
+                "mismatches": self.mismatches,
+                "served_gbps": round(wire_b * 8 / span, 3) if span else None,
+                "pcie": self.tap.totals("web"), "cache": d["cache"], "tx_engine": d["tx_engine"],
+                "dir_stats": srv.dir.stats() if srv.dir is not None else None,
+            }
+            self.expect.clear()
+            srv.close()
+            drv.tx_done(q).clear()
+        self.case_frac = 1.0
+        self.progress(done_case=ix)
+        return {**{k: v for k, v in case.items() if not k.startswith(("file_", "warm_file_", "revision", "warm_rev"))},
+                "index": ix, "warm_requests": len(case["warm_file_id"]), "web": out}
+
     async def run_case(self, ix: int, case: dict) -> dict:
         if case["direction"] == "probe":
             return await self.run_probe(ix, case)
+        if case["direction"] == "web":
+            return await self.run_web(ix, case)
         drv, tb = self.drv, self.tb
         self.case_ix, self.case_frac = ix, 0.0
         rng = random.Random(self.cfg.get("seed", 0) << 20 ^ case["seed"])  # the run's seed replays it

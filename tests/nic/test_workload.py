@@ -1,14 +1,16 @@
 """`./offnic demo` and `./offnic bench base` in miniature, so CI keeps them working: the
 workload (sim/offnic_sim/workload.py) runs a short demo case (10 us window, both ports,
-both directions, IMIX + jumbo), a 1518-byte bench case and an unloaded-latency probe on
-the whole NIC; then the report code (sim/offnic_sim/report.py) must produce every field
-the demo report and the bench records promise, with sane values, and both plots.
+both directions, IMIX + jumbo), an unloaded-latency probe, the demo's payload-cache case
+on a small web-trace window (4 NASA requests, ~83% of their bytes already cached) and a
+1518-byte bench case on the whole NIC; then the report code (sim/offnic_sim/report.py)
+must produce every field the demo report and the bench records promise, with sane
+values, and both plots.
 """
 import json
 
 import cocotb
 
-from offnic_sim import report, workload
+from offnic_sim import cache_report, report, workload
 from offnic_sim.harness import run_cocotb
 from offnic_sim.hw import Design
 
@@ -31,12 +33,27 @@ def check_stream(name: str, r: dict) -> None:
 
 def test_workload(tmp_path):
     out = tmp_path / "raw.json"
-    cases = workload.demo_cases(window_us=10.0) + [workload.make_case("1518B-2p-bidir", [[1518, 1]], 2, "bidir", 10.0)]
+    trace = cache_report.trace_prefix("nasa", 1, 4, 40_000, 2 * 10**6)
+    cases = workload.demo_cases(window_us=10.0, trace=trace) + [
+        workload.make_case("1518B-2p-bidir", [[1518, 1]], 2, "bidir", 10.0)]
     cases[1]["frames_per_size"] = 2   # the probe: two frames per size
     run_cocotb(NIC, __name__, bench={"cases": cases, "out": str(out), "seed": 1})
     run = json.loads(out.read_text())
     assert not run["driver_errors"], run["driver_errors"]
-    demo, probe, bench = run["cases"]
+    demo, probe, web, bench = run["cases"]
+
+    # the payload-cache case: every frame byte-exact both ways, the file bytes that crossed
+    # PCIe exactly what the directory model predicts, hits and inserts counted by the NIC
+    nc, ca = web["web"]["nocache"], web["web"]["cache"]
+    for r in (nc, ca):
+        assert r["failed"] == r["missing"] == r["mismatches"] == 0 and r["frames_on_wire"] == r["packets"], r
+        assert r["content_bytes"] == sum(trace["file_size"]), r
+    assert nc["cache"]["inserts"] == nc["cache"]["hits_dram"] == nc["cache"]["cache_bytes"] == 0, nc["cache"]
+    assert ca["cache"]["inserts"] == ca["inserts"] > 0 and ca["cache"]["hits_dram"] > 0, ca["cache"]
+    lines = report.web_lines(web)
+    crossed = ca["cache"]["insert_bytes"] + ca["cache"]["host_bytes"] - report.WEB_HDR_BYTES * ca["packets"]
+    assert round(100 * (1 - crossed / ca["content_bytes"]), 2) == trace["model_content_reduction_pct"], lines
+    assert ca["pcie"]["down"] < nc["pcie"]["down"], (ca["pcie"], nc["pcie"])
 
     # the demo's report: every stream, its numbers, the text and the plot
     text, a = report.demo_report(run, wall_s=1.0, png="demo.png")
@@ -48,7 +65,7 @@ def test_workload(tmp_path):
     assert a["pcie"]["bytes_per_payload_byte"] > 1.0
     assert set(a["pcie"]["interface_busy_pct"]) >= {"rq", "rc"}
     for key in ("port 0 TX host->wire", "port 1 RX wire->host", "unloaded", "drops and errors", "interrupts",
-                "PCIe Gen3 x8", "DMA reads waiting"):
+                "PCIe Gen3 x8", "DMA reads waiting", "payload cache", "byte-exact on the wire"):
         assert key in text, (key, text)
     for size in ("64", "1500"):
         d = probe["probe"][size]
