@@ -248,9 +248,11 @@ class CacheBench:
         (with FCS) from the first frame's end to the last's, over that span."""
         drv = self.drv
         await drv.set_moderation("tx", 0, 16, 2)
-        srv = WebServer(drv, self.tb.dram, wl.get("cache_bytes", 16 << 20) if cached else None)
+        base = self.cfg.get("replay_cache_base", DRAM_BASE)   # 0: the on-chip tier (no warm-up then)
+        srv = WebServer(drv, self.tb.dram, wl.get("cache_bytes", 16 << 20) if cached else None, cache_base=base)
         srv.load_files(wl["file_id"], wl["file_size"])
-        warmed = srv.warm(wl["warm_file_id"], wl["warm_file_size"], wl["warm_revision"]) if cached else 0
+        warmed = srv.warm(wl["warm_file_id"], wl["warm_file_size"], wl["warm_revision"]) \
+            if cached and base >= DRAM_BASE else 0
         c0 = await drv.counters("cache")
         p0 = self.tap.totals("x")
         t0 = now_ns()

@@ -109,6 +109,13 @@ def summarize_cells(cells: dict[str, int]) -> dict[str, float]:
     }
 
 
+# Memories that belong in UltraRAM (UltraScale+ only): the payload cache's on-chip tier
+# (1 MiB by default; 29 URAM288 instead of ~256 BRAM36). firtool cannot attach an
+# attribute to a memory, so synthesis sets it by name: here for Yosys, and in the board
+# builds' XDC (RAM_STYLE ULTRA on the same cells, constraints/README.md).
+URAM_MEMORIES = ["onchip_*/Memory"]
+
+
 def synth_design(label: str, rtl: hw.Rtl, out_dir: Path) -> dict:
     out_dir.mkdir(parents=True, exist_ok=True)
     stat = out_dir / f"{label}.stat.json"
@@ -116,7 +123,9 @@ def synth_design(label: str, rtl: hw.Rtl, out_dir: Path) -> dict:
     reads = "\n".join(f"read_verilog -sv {f}" for f in rtl.files)
     # -flatten as Vivado does by default: firtool puts each RAM in its own module, and the
     # read register that lets a RAM become block RAM lives in the parent.
-    script.write_text(f"{reads}\nsynth_xilinx -family xcup -flatten -top {rtl.top_module}\n"
+    ultra = "".join(f"setattr -set ram_style \"ultra\" {m}\n" for m in URAM_MEMORIES)
+    script.write_text(f"{reads}\nhierarchy -top {rtl.top_module}\n{ultra}"
+                      f"synth_xilinx -family xcup -flatten -top {rtl.top_module}\n"
                       f"tee -q -o {stat} stat -json\n")
     log = out_dir / f"{label}.log"
     # YoWASP runs Yosys in a WebAssembly sandbox that sees only the folders it is given

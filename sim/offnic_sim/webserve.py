@@ -28,6 +28,7 @@ MSS = 1448
 HDR_BYTES = 54
 DRAM_BASE = 1 << 20        # first DRAM-tier offset (the cache block's onchip_bytes)
 FILE_PATTERN = 4 << 20     # file contents: windows of a 4 MiB random pattern
+LOOKAHEAD = 12             # packets an insert runs ahead of its first user (~4 blocks: 4 inserts in flight)
 ETH_HDR = b"\x02\x00\x00\x00\x00\x01\x02\x00\x00\x00\x00\x02\x88\xb5"   # EtherType 0x88b5 (local)
 
 _pattern2: bytes | None = None
@@ -123,38 +124,44 @@ class WebServer:
         """The chains that send file `fid` (revision `rev`, `size` bytes) in MSS packets;
         `next_tag()` gives each packet's tag. The file must be loaded.
 
-        The response's inserts go first, ahead of its packets, so the NIC runs up to four
-        at once instead of one per block with the packets waiting behind each (an insert
-        waits for the appends before it: one per block would serialise every miss). This
-        is safe because no insert of a response can overwrite a block an earlier packet of
-        the same response appends: those blocks are the most recently used, and a file is
-        never bigger than the cache. An insert that would (checked) stays in place."""
+        Inserts run ahead: each goes up to LOOKAHEAD packets before the first packet that
+        appends its bytes, so the NIC (four inserts at once) has the block by the time
+        that packet needs it. Where an insert is put just before its packet, every miss
+        waits a host read with nothing queued behind; all of a response's inserts in front
+        would hold its first packet until the last insert has started. An insert never
+        moves ahead of a packet of this response that appends the bytes it overwrites
+        (checked; the NIC itself orders it after earlier packets over the same bytes)."""
         buf = self.files[fid]
         data = file_bytes(fid, 0, size)
-        front: list[Item] = []
-        items: list[Item] = []
-        used: list[tuple[int, int]] = []    # cache ranges this response's packets append
-        for off in range(0, size, MSS):
+        packets: list[Item] = []
+        uses: list[list[tuple[int, int]]] = []          # cache ranges each packet appends
+        before: list[list[Item]] = []                   # inserts to queue before packet j
+        for i, off in enumerate(range(0, size, MSS)):
             n = min(MSS, size - off)
             tag = next_tag()
             haddr, h = self.header(tag)
             chain = [Desc(haddr, HDR_BYTES, OP_DATA, MORE)]
+            used: list[tuple[int, int]] = []
+            before.append([])
             if self.dir is None:
                 chain.append(Desc(buf.addr + off, n, OP_DATA, MORE))
             else:
                 for c in self.dir.plan(fid, rev, size, off, n, buf.addr):
                     at = self.cache_base + c.cache_off
                     if c.op == INSERT:
-                        ins = Item([Desc.with_arg(c.host_addr, c.len, OP_CACHE_INSERT, at)], c.len, None, None)
-                        clash = any(lo < at + c.len and at < hi for lo, hi in used)
-                        (items if clash else front).append(ins)
+                        j = max(0, i - LOOKAHEAD)
+                        while j < i and any(lo < at + c.len and at < hi for k in range(j, i) for lo, hi in uses[k]):
+                            j += 1
+                        before[j].append(Item([Desc.with_arg(c.host_addr, c.len, OP_CACHE_INSERT, at)],
+                                              c.len, None, None))
                         self.inserts += 1
                     elif c.op == APPEND_HOST:
                         chain.append(Desc(c.host_addr, c.len, OP_DATA, MORE))
                     elif c.op == APPEND_CACHE:
                         chain.append(Desc(at, c.len, OP_CACHE_APPEND, MORE))
                         used.append((at, at + c.len))
-            items.append(Item(last(chain), HDR_BYTES + n, tag, h + data[off:off + n]))
+            uses.append(used)
+            packets.append(Item(last(chain), HDR_BYTES + n, tag, h + data[off:off + n]))
             self.packets += 1
             self.content += n
-        return front + items
+        return [it for j, p in enumerate(packets) for it in (*before[j], p)]

@@ -39,9 +39,11 @@ class CacheStats extends Bundle {
 /** The payload cache: the NIC side of seed 003's network interface data cache.
   *
   * Commands run in the order they arrive, with an interlock where that order matters:
-  *  - An insert waits until every earlier append has copied its bytes out (so an append
-  *    followed by an insert over the same bytes sends the old bytes), and until no earlier
-  *    insert in flight overlaps it. It then reads the host in chunks of up to 2 KiB
+  *  - An insert waits until every earlier append over its bytes has copied them out (so an
+  *    append followed by an insert over the same bytes sends the old bytes), and until no
+  *    earlier insert in flight overlaps it. Appends in flight (at most 15) keep their
+  *    ranges in a ring, oldest first (they finish in order), for that check: an insert
+  *    for other bytes starts at once, hiding its host read behind the appends before it. It then reads the host in chunks of up to 2 KiB
   *    (`ChunkBytes`) through the DMA engine, whose RAM writes land straight in the tier: the
   *    on-chip RAM, or a write buffer drained to DRAM by single-beat AXI writes. A DRAM chunk
   *    is issued only when the buffer has room for all the writes it can cause, so the DMA
@@ -98,11 +100,17 @@ class PayloadCache(val cp: CacheParams, ramAddrBits: Int, insertTag: Int) extend
   aligner.s_word <> reader.m_word
   aligner.s_ctx <> reader.m_ctx
   private val appendsInFlight = RegInit(0.U(4.W))
+  private val apLo = Reg(Vec(16, UInt(32.W)))
+  private val apHi = Reg(Vec(16, UInt(33.W)))
+  private val apValid = RegInit(VecInit(Seq.fill(16)(false.B)))
+  private val apOldest = RegInit(0.U(4.W))
+  private val apNext = RegInit(0.U(4.W))
+  private val appendClash = VecInit((0 until 16).map(i => apValid(i) && head.off < apHi(i) && apLo(i) < headHi))
 
   // ---- The head command
   private val issuing = RegInit(false.B) // the insert issuer is busy
   private val headIsInsert = cmdQ.valid && head.insert
-  private val insertGo = headIsInsert && !issuing && appendsInFlight === 0.U && !overlaps.asUInt.orR &&
+  private val insertGo = headIsInsert && !issuing && !appendClash.asUInt.orR && !overlaps.asUInt.orR &&
     !insValid.asUInt.andR
   private val appendGo = cmdQ.valid && !head.insert && !overlaps.asUInt.orR && reader.s_cmd.ready &&
     appendsInFlight =/= 15.U
@@ -111,6 +119,16 @@ class PayloadCache(val cp: CacheParams, ramAddrBits: Int, insertTag: Int) extend
   reader.s_cmd.bits := head
   private val appendDoneNow = Wire(Bool())
   appendsInFlight := appendsInFlight + appendGo.asUInt - appendDoneNow.asUInt
+  when(appendGo) {
+    apLo(apNext) := head.off
+    apHi(apNext) := headHi
+    apValid(apNext) := true.B
+    apNext := apNext + 1.U
+  }
+  when(appendDoneNow) {
+    apValid(apOldest) := false.B
+    apOldest := apOldest + 1.U
+  }
 
   stats.append.valid := appendGo
   stats.append.bits := head.len
@@ -118,7 +136,7 @@ class PayloadCache(val cp: CacheParams, ramAddrBits: Int, insertTag: Int) extend
   stats.appendDram := appendGo && headHi > cp.onchipBytes.U
   stats.insert.valid := insertGo
   stats.insert.bits := head.len
-  stats.orderWait := cmdQ.valid && (overlaps.asUInt.orR || (head.insert && appendsInFlight =/= 0.U))
+  stats.orderWait := cmdQ.valid && (overlaps.asUInt.orR || (head.insert && appendClash.asUInt.orR))
 
   // ---- Insert issuer: one insert at a time, chunk by chunk
   private val curHost = Reg(UInt(64.W))
