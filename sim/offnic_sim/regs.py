@@ -218,7 +218,7 @@ DMA = BlockType(
 
 TX_ENGINE = BlockType(
     name='tx_engine', type_id=0x0ff10022, version=0x00010000,
-    window_bytes=0x40, doc='The transmit engine: packets sent from the TX queues and what went wrong (counters wrap).',
+    window_bytes=0x80, doc='The transmit engine: packets sent from the TX queues and what went wrong (counters wrap).',
     regs={
         'type': Reg('type', 0x00, 'const', 'Block type identifier.', 0xff10022, ()),
         'version': Reg('version', 0x04, 'const', 'Block layout version (major 31:16, minor 15:0).', 0x10000, ()),
@@ -232,6 +232,11 @@ TX_ENGINE = BlockType(
         'csum_drop_oversize': Reg('csum_drop_oversize', 0x24, 'ro', 'Frames dropped by the checksum offload as too long for its buffer.', None, ()),
         'desc_fetch_errors': Reg('desc_fetch_errors', 0x28, 'ro', 'Descriptor fetches that failed (the queue stops).', None, ()),
         'max_frame': Reg('max_frame', 0x2c, 'ro', 'Largest TX frame accepted, bytes.', None, ()),
+        'mtu': Reg('mtu', 0x30, 'rw', "Each port's IP MTU for the fragmentation offload (docs/frag.md): an IPv4 datagram longer leaves in fragments. 65535 (the reset value): never cut.", 0xffffffff, (Field('port0', 0, 16, "Port 0's MTU, bytes of IP header and payload (68 at least)."), Field('port1', 16, 16, "Port 1's MTU."), )),
+        'frag_datagrams': Reg('frag_datagrams', 0x34, 'ro', 'IPv4 datagrams cut into fragments.', None, ()),
+        'frag_fragments': Reg('frag_fragments', 0x38, 'ro', 'Fragments sent.', None, ()),
+        'frag_refused': Reg('frag_refused', 0x3c, 'ro', 'Datagrams over the MTU refused: completed FRAG_DF, FRAG_OPTIONS or FRAG_MALFORMED.', None, ()),
+        'frag_csum_unpatched': Reg('frag_csum_unpatched', 0x40, 'ro', 'Datagrams cut whose checksum command did not lie in the first fragment (sent without).', None, ()),
     },
 )
 

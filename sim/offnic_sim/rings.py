@@ -42,8 +42,10 @@ DESC_CSUM = 0x02  # insert a checksum (first descriptor of the packet only)
 
 # Completion status (byte 6)
 OK, DMA_ERROR, BAD_DESC, TOO_LONG, CACHE_RANGE = 0, 1, 2, 3, 4
+FRAG_DF, FRAG_OPTIONS, FRAG_MALFORMED = 5, 6, 7   # TX fragmentation refused (docs/frag.md)
 STATUS_NAMES = {OK: "ok", DMA_ERROR: "dma_error", BAD_DESC: "bad_desc", TOO_LONG: "too_long",
-                CACHE_RANGE: "cache_range"}
+                CACHE_RANGE: "cache_range", FRAG_DF: "frag_df", FRAG_OPTIONS: "frag_options",
+                FRAG_MALFORMED: "frag_malformed"}
 
 # Completion flags (byte 7)
 CPL_PORT = 0x01        # port the frame left or arrived on

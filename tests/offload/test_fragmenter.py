@@ -23,21 +23,20 @@ Seeds are printed by the harness (OFFNIC_SEED replays).
 import collections
 import logging
 import random
-import struct
 
 import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, FallingEdge, with_timeout
 from cocotbext.axi import AxiStreamBus, AxiStreamSink
 
-from checksum_ref import ones_sum, pack_cmd
+from checksum_ref import pack_cmd
+from frag_frames import ETH, eth_header, udp_datagram
 from offnic_sim import ipfrag
 from offnic_sim.harness import run_cocotb
 from offnic_sim.hw import Design
 
 RAM_BYTES = 128 * 1024
 WORDS = RAM_BYTES // 32
-ETH = bytes.fromhex("020000000002" "020000000001")
 OK, DF, OPTIONS, MALFORMED = 0, 1, 2, 3
 
 
@@ -48,31 +47,6 @@ class Case:
         self.expect = [frame] if expect is None else expect
         self.status, self.csum_bad, self.note = status, csum_bad, note
         self.user = (cmd if len(self.expect) == 1 and self.expect[0] == frame else 0) if user is None else user
-
-
-def eth_header(vlan: bool, etype: int) -> bytes:
-    return ETH + (struct.pack(">HH", 0x8100, 7) if vlan else b"") + struct.pack(">H", etype)
-
-
-def udp_datagram(rng: random.Random, payload: int, *, df=False, mf=False, offset=0, ident=None,
-                 reserved=False) -> tuple[bytes, bytes]:
-    """(datagram with a correct UDP checksum, the same with the checksum field holding the
-    pseudo-header sum as Linux leaves it for CHECKSUM_PARTIAL)."""
-    src, dst = bytes([10, 0, 0, rng.randrange(1, 250)]), bytes([10, 0, 1, rng.randrange(1, 250)])
-    data = rng.randbytes(payload)
-    ulen = 8 + payload
-    udp = struct.pack(">HHHH", rng.randrange(1024, 65535), rng.randrange(1, 65535), ulen & 0xFFFF, 0) + data
-    pseudo = src + dst + struct.pack(">BBH", 0, 17, ulen & 0xFFFF)
-    c = (~ones_sum(pseudo + udp)) & 0xFFFF
-    full_udp = udp[:6] + struct.pack(">H", c or 0xFFFF) + udp[8:]
-    seeded_udp = udp[:6] + struct.pack(">H", ones_sum(pseudo)) + udp[8:]
-    flags = (0x4000 if df else 0) | (0x2000 if mf else 0) | (0x8000 if reserved else 0) | (offset >> 3)
-    ident = rng.randrange(65536) if ident is None else ident
-
-    def ip(body):
-        h = bytearray(struct.pack(">BBHHHBBH4s4s", 0x45, 0, 20 + len(body), ident, flags, 64, 17, 0, src, dst))
-        return ipfrag.with_checksum(h) + body
-    return ip(full_udp), ip(seeded_udp)
 
 
 def frag_case(rng: random.Random, payload: int, mtu: int, *, csum: bool, vlan: bool, mf=False, offset=0,

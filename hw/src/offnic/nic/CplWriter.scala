@@ -52,6 +52,9 @@ object CplStatus {
   val BadDesc = 2
   val TooLong = 3
   val CacheRange = 4
+  val FragDf = 5 // TX: an IPv4 datagram with DF larger than the port's MTU: nothing sent
+  val FragOptions = 6 // TX: an IPv4 datagram with options larger than the MTU: nothing sent
+  val FragMalformed = 7 // TX: larger than the MTU and its IPv4 header impossible: nothing sent
 }
 
 /** Writes completions, events and MSI-X interrupts to the host, in that causal order, one

@@ -314,6 +314,16 @@ class Nic(val c: DeviceRegsParams, val p: NicParams, val portMbps: Seq[Int]) ext
   txeB.hw.value("csum_drop_oversize") := StatCounter(csumDrop)
   txeB.hw.value("desc_fetch_errors") := StatCounter(txFetch.stat_error)
   txeB.hw.value("max_frame") := p.maxTxFrame.U
+  tx.cfg_mtu(0) := txeB.hw.value("mtu")(15, 0)
+  tx.cfg_mtu(1) := txeB.hw.value("mtu")(31, 16)
+  private val fragCut = tx.stat_frag.map(f => f.valid && f.bits.fragments > 1.U)
+  txeB.hw.value("frag_datagrams") := StatCounter(fragCut)
+  private val fragCount = RegInit(0.U(32.W))
+  fragCount := fragCount + Mux(fragCut(0), tx.stat_frag(0).bits.fragments, 0.U) +
+    Mux(fragCut(1), tx.stat_frag(1).bits.fragments, 0.U)
+  txeB.hw.value("frag_fragments") := fragCount
+  txeB.hw.value("frag_refused") := StatCounter(tx.stat_frag.map(f => f.valid && f.bits.status =/= 0.U))
+  txeB.hw.value("frag_csum_unpatched") := StatCounter(tx.stat_frag.map(f => f.valid && f.bits.csumBad))
 
   private val cs = cache.stats
   cacheB.hw.value("onchip_bytes") := p.cache.onchipBytes.U

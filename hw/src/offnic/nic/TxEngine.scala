@@ -4,7 +4,7 @@ import chisel3._
 import chisel3.util._
 import offnic.axis.{AxisIO, AxisParams}
 import offnic.cache.{CacheCmd, CacheDone}
-import offnic.offload.TxChecksum
+import offnic.offload.{FragDone, Fragmenter, TxChecksum}
 import offnic.pcie.{DmaDesc, DmaRamRead}
 
 /** A TX packet waiting in a port's TX RAM (or failed before it got there). */
@@ -42,10 +42,12 @@ class TxPacket(queueBits: Int) extends Bundle {
   * completes in order with the port's packets) and one command. An offset + length beyond
   * the cache (`cacheBytes`) completes CACHE_RANGE and touches nothing.
   *
-  * Per port, in slot order: when every read of the head packet is done, its bytes stream
-  * from the TX RAM (two-cycle reads into a four-beat queue) to `m_axis` with the checksum
-  * command in `tuser`, or, if a read failed, nothing is sent and it completes with
-  * DMA_ERROR.
+  * Per port, in slot order: when every read of the head packet is done, the port's
+  * `Fragmenter` streams it from the TX RAM to `m_axis` (the checksum command in `tuser`),
+  * cutting an IPv4 datagram larger than the port's MTU (`cfg_mtu`, 65535: never) into
+  * fragments (docs/frag.md); one it refuses completes FRAG_DF, FRAG_OPTIONS or
+  * FRAG_MALFORMED with nothing sent. If a read failed, nothing is sent and it completes
+  * with DMA_ERROR.
   */
 class TxEngine(val p: NicParams, cacheBytes: Long) extends Module {
   import NicParams._
@@ -74,6 +76,9 @@ class TxEngine(val p: NicParams, cacheBytes: Long) extends Module {
   val stat_dma_error = IO(Output(Bool()))
   val stat_bad_desc = IO(Output(Bool()))
   val stat_cache_range = IO(Output(Bool()))
+  val cfg_mtu = IO(Input(Vec(2, UInt(16.W))))
+  /** what each port's Fragmenter did with a frame */
+  val stat_frag = IO(Output(Vec(2, Valid(new FragDone))))
 
   // ---- Per-port packet tables and RAM rings
   private val table = Seq.fill(2)(Mem(slots, new TxPacket(qb)))
@@ -92,6 +97,7 @@ class TxEngine(val p: NicParams, cacheBytes: Long) extends Module {
   // ---- Scheduler
   private object S extends ChiselEnum { val Idle, Walk, Alloc, Issue = Value }
   private object T extends ChiselEnum { val Idle, Stream, Cpl = Value }
+  private val frag = Seq.fill(2)(Module(new Fragmenter(16)))
   private val state = RegInit(S.Idle)
   private val q = Reg(UInt(qb.W))
   private val port = Reg(UInt(1.W))
@@ -321,41 +327,20 @@ class TxEngine(val p: NicParams, cacheBytes: Long) extends Module {
     val rec = table(pt)(hs)
     val ready = occupancy(pt) =/= 0.U && outstanding(pt)(hs) === 0.U
     val st = RegInit(T.Idle)
-    val words = Reg(UInt(10.W))
-    val wordAt = Reg(UInt(11.W))
-    val lastKeep = Reg(UInt(32.W))
     val status = Reg(UInt(8.W))
-    val outQ = Module(new Queue(new TxBeat(axisP), 4))
-    val inflight = RegInit(0.U(3.W))
-    val issue = Wire(Bool())
-    issue := st === T.Stream && words =/= 0.U && (outQ.io.count +& inflight) < 4.U
-    ram_rd(pt).en := issue
-    ram_rd(pt).addr := wordAt
-    val issueLast = words === 1.U
-    // What a beat needs besides its data travels with the read, so the next packet may
-    // start reading while this one's last words are still on their way.
-    val pipeValid = ShiftRegister(issue, 2, false.B, true.B)
-    val pipeLast = ShiftRegister(issueLast, 2)
-    val csumHeld = Reg(UInt(TxChecksum.CmdWidth.W))
-    val pipeKeep = ShiftRegister(Mux(issueLast, lastKeep, Fill(32, 1.U(1.W))), 2)
-    val pipeUser = ShiftRegister(csumHeld, 2)
-    inflight := inflight + issue.asUInt - pipeValid.asUInt
-    outQ.io.enq.valid := pipeValid
-    outQ.io.enq.bits.tdata := ram_rd(pt).data
-    outQ.io.enq.bits.tkeep := pipeKeep
-    outQ.io.enq.bits.tlast := pipeLast
-    outQ.io.enq.bits.tuser := pipeUser
-    m_axis(pt).tvalid := outQ.io.deq.valid
-    m_axis(pt).tdata := outQ.io.deq.bits.tdata
-    m_axis(pt).tkeep := outQ.io.deq.bits.tkeep
-    m_axis(pt).tlast := outQ.io.deq.bits.tlast
-    m_axis(pt).tuser.get := outQ.io.deq.bits.tuser
-    outQ.io.deq.ready := m_axis(pt).tready
-
-    when(issue) {
-      words := words - 1.U
-      wordAt := wordAt + 1.U
-    }
+    val fr = frag(pt)
+    ram_rd(pt).en := fr.ram_rd.en
+    ram_rd(pt).addr := fr.ram_rd.addr
+    fr.ram_rd.data := ram_rd(pt).data
+    m_axis(pt) <> fr.m_axis
+    val ok = rec.send && !failed(pt)(hs)
+    // The frame goes to the Fragmenter from Idle (it is idle whenever this streamer is)
+    fr.s_cmd.valid := st === T.Idle && ready && ok
+    fr.s_cmd.bits.word := (rec.start >> 5)(10, 0)
+    fr.s_cmd.bits.len := rec.len
+    fr.s_cmd.bits.mtu := cfg_mtu(pt)
+    fr.s_cmd.bits.csum := rec.csum.asTypeOf(new offnic.offload.TxChecksumCmd)
+    stat_frag(pt) := fr.m_done
     // Completions wait in a small queue, so the streamer moves on to the next packet.
     val cplQ = Module(new Queue(new CplReq(p.queueBits), 4))
     cplArb.io.in(pt) <> cplQ.io.deq
@@ -376,19 +361,19 @@ class TxEngine(val p: NicParams, cacheBytes: Long) extends Module {
     sent(pt).bits := rec.len
     switch(st) {
       is(T.Idle) {
-        when(ready) {
-          val ok = rec.send && !failed(pt)(hs)
+        when(ready && (!ok || fr.s_cmd.ready)) {
           status := Mux(rec.status =/= CplStatus.Ok.U, rec.status, Mux(failed(pt)(hs), CplStatus.DmaError.U, 0.U))
-          words := rec.len(14, 5) + (rec.len(4, 0) =/= 0.U)
-          wordAt := (rec.start >> 5)(10, 0)
-          lastKeep := Descriptor.keepFor(rec.len(4, 0))
-          csumHeld := rec.csum
           st := Mux(ok, T.Stream, T.Cpl)
         }
       }
       is(T.Stream) {
-        // Every read is issued: the data follows in order, the completion may go ahead.
-        when(words === 0.U) { st := T.Cpl }
+        // Every read is issued when the Fragmenter completes: the data follows in order,
+        // the completion may go ahead.
+        when(fr.m_done.valid) {
+          status := VecInit(Seq(CplStatus.Ok, CplStatus.FragDf, CplStatus.FragOptions, CplStatus.FragMalformed)
+            .map(_.U(8.W)))(fr.m_done.bits.status(1, 0))
+          st := T.Cpl
+        }
       }
       is(T.Cpl) {
         when(c.ready) {
@@ -414,12 +399,4 @@ class TxEngine(val p: NicParams, cacheBytes: Long) extends Module {
 class SegDone(slotBits: Int) extends Bundle {
   val slot = UInt(slotBits.W)
   val error = UInt(4.W)
-}
-
-/** A beat on its way out of a TX streamer. */
-class TxBeat(p: AxisParams) extends Bundle {
-  val tdata = UInt(256.W)
-  val tkeep = UInt(32.W)
-  val tlast = Bool()
-  val tuser = UInt(p.userWidth.W)
 }

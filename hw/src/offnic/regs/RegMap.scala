@@ -207,7 +207,15 @@ object RegMap {
       ro("csum_bad_cmd", 0x20, "Checksum requests pointing past the frame (sent without a checksum)."),
       ro("csum_drop_oversize", 0x24, "Frames dropped by the checksum offload as too long for its buffer."),
       ro("desc_fetch_errors", 0x28, "Descriptor fetches that failed (the queue stops)."),
-      ro("max_frame", 0x2c, "Largest TX frame accepted, bytes.")
+      ro("max_frame", 0x2c, "Largest TX frame accepted, bytes."),
+      Reg("mtu", 0x30, RW(BigInt(0xffffffffL)), "Each port's IP MTU for the fragmentation offload (docs/frag.md): an IPv4 " +
+        "datagram longer leaves in fragments. 65535 (the reset value): never cut.",
+        Seq(Field("port0", 0, 16, "Port 0's MTU, bytes of IP header and payload (68 at least)."),
+          Field("port1", 16, 16, "Port 1's MTU."))),
+      ro("frag_datagrams", 0x34, "IPv4 datagrams cut into fragments."),
+      ro("frag_fragments", 0x38, "Fragments sent."),
+      ro("frag_refused", 0x3c, "Datagrams over the MTU refused: completed FRAG_DF, FRAG_OPTIONS or FRAG_MALFORMED."),
+      ro("frag_csum_unpatched", 0x40, "Datagrams cut whose checksum command did not lie in the first fragment (sent without).")
     )
   )
 
