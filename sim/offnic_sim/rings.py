@@ -61,7 +61,7 @@ EV_TX_CQ, EV_RX_CQ = 0, 1
 RSS_TYPE_BITS = {1: "ipv4", 2: "ipv6", 4: "tcp", 8: "udp"}  # rss_type is a mask of these (RssParser)
 
 _DESC = struct.Struct("<QHBBHH")      # addr, len, opcode, flags, csum_start, csum_insert
-_CPL = struct.Struct("<HHHBBIHBB")    # queue, index, len, status, flags, rss_hash, csum, rss_type, reserved
+_CPL = struct.Struct("<HHHBBIHBB")    # queue, index, len 15:0, status, flags, rss_hash, csum, rss_type, byte 15 (bit 0: len bit 16)
 _EVENT = struct.Struct("<HBxxxxB8x")  # source, type, (reserved 3-6), flags, (reserved 8-15)
 assert _DESC.size == _CPL.size == _EVENT.size == RECORD_BYTES
 
@@ -137,11 +137,15 @@ class Completion:
 
 
 def pack_cpl(c: Completion) -> bytes:
-    return _CPL.pack(c.queue, c.index, c.len, c.status, c.flags, c.rss_hash, c.csum, c.rss_type, c.reserved)
+    return _CPL.pack(c.queue, c.index, c.len & 0xFFFF, c.status, c.flags, c.rss_hash, c.csum, c.rss_type,
+                     c.len >> 16 | c.reserved)
 
 
 def unpack_cpl(b: bytes) -> Completion:
-    return Completion(*_CPL.unpack(bytes(b[:RECORD_BYTES])))
+    """A completion; `len` has 17 bits (TX frames up to 65,568 bytes: bit 16 is bit 0 of
+    byte 15), `reserved` the other bits of byte 15."""
+    q, i, lo, st, fl, h, cs, rt, b15 = _CPL.unpack(bytes(b[:RECORD_BYTES]))
+    return Completion(q, i, lo | (b15 & 1) << 16, st, fl, h, cs, rt, b15 & 0xFE)
 
 
 @dataclass(frozen=True)

@@ -115,7 +115,9 @@ async def bad_descriptors(dut):
         [Desc(buf.addr, 64, flags=0x80)],
         [Desc(buf.addr, 4, flags=rings.DESC_MORE)] * 16 + [Desc(buf.addr, 4)],   # 17 segments
         [Desc(buf.addr, 0)],
-        [Desc(buf.addr, 9000, flags=rings.DESC_MORE), Desc(buf.addr, 9000)],     # 18000 B
+        [Desc(buf.addr, 14000, flags=rings.DESC_MORE)] * 4 + [Desc(buf.addr, 14000)],  # 70000 B > max_frame
+        # segment lengths that would wrap a 17-bit sum to a small frame: 2 x 65535 + 9 B
+        [Desc(buf.addr, 65535, flags=rings.DESC_MORE)] * 2 + [Desc(buf.addr, 9)],
     ]
     toks = [await drv.send_descs(0, c) for c in cases]
     tok_ok = await drv.send(0, frame(100, rng))

@@ -44,7 +44,7 @@ from offnic_sim.nic_tb import NicTB  # noqa: E402
 
 NIC = Design.of("nic.Nic", addr_bits=24, board_id=0)
 JUMBO_RX = 9014     # longest RX frame without FCS we send (9000-byte IP payload)
-MAX_TX = 9216       # tx_engine.max_frame
+MAX_TX = 9216       # the longest frames sent here (tx_engine.max_frame is 65568; the checksum offload holds 16 KiB)
 
 
 async def collect(drv, want: dict[int, int], timeout_us: float, settle_us: float = 2.0) -> dict[int, list]:
@@ -102,7 +102,7 @@ async def tx_checksum(dut):
     drv = tb.drv
     for port in range(2):
         await drv.open_tx_queue(port, size=64, port=port)
-    assert drv.max_tx_frame == MAX_TX, drv.max_tx_frame
+    assert drv.max_tx_frame >= MAX_TX, drv.max_tx_frame
     txe0 = await drv.counters("tx_engine")
 
     def size() -> int:

@@ -9,7 +9,7 @@ class CplReq(queueBits: Int) extends Bundle {
   val rx = Bool()
   val queue = UInt(queueBits.W)
   val index = UInt(16.W)
-  val len = UInt(16.W)
+  val len = UInt(17.W) // bit 16 (TX frames over 65535 bytes) goes to byte 15
   val status = UInt(8.W)
   /** bit 0 port, bit 1 checksum valid, bit 2 RSS valid (bit 7, the phase, is added here) */
   val flags = UInt(7.W)
@@ -177,7 +177,7 @@ class CplWriter(val p: NicParams) extends Module {
     hostAddr := eq(eIdx).base + (slotOf(eprod(eIdx), eq(eIdx).logSize) << 4)
   }.otherwise {
     val ph = phaseOf(prod(cIdx), cq(cIdx).logSize)
-    record := Cat(0.U(8.W), req.rssType, req.csum, req.hash, ph, req.flags, req.status, req.len, req.index,
+    record := Cat(0.U(7.W), req.len(16), req.rssType, req.csum, req.hash, ph, req.flags, req.status, req.len(15, 0), req.index,
       req.queue.pad(16))
     hostAddr := cq(cIdx).base + (slotOf(prod(cIdx), cq(cIdx).logSize) << 4)
   }

@@ -12,7 +12,8 @@ import offnic.pcie.DmaParams
   * @param eqs         event queues = MSI-X vectors
   * @param descCache   descriptors held on chip per queue (a power of two)
   * @param maxSegs     descriptors one TX packet may chain
-  * @param maxTxFrame  largest TX frame in bytes
+  * @param maxTxFrame  largest TX frame in bytes (65568: an IPv4 datagram of 65535 behind
+  *                    a VLAN-tagged Ethernet header, for the fragmentation offload)
   * @param maxRxFrame  largest RX frame the RX buffer reserves room for (the ports' max
   *                    frame length register must not exceed it; longer frames are dropped)
   * @param ports       Ethernet ports (2)
@@ -26,7 +27,7 @@ case class NicParams(
     eqs: Int = 4,
     descCache: Int = 128,
     maxSegs: Int = 16,
-    maxTxFrame: Int = 9216,
+    maxTxFrame: Int = 65568,
     maxRxFrame: Int = 9216,
     ports: Int = 2,
     cplSlots: Int = 64,
@@ -44,7 +45,8 @@ case class NicParams(
   require(txQueues * descCache * 16 <= 32768 && rxQueues * descCache * 16 <= 32768, "descriptor RAMs: 32 KiB each at most")
   require(maxSegs >= 1 && maxSegs <= descCache, "maxSegs 1..descCache")
   require(ports == 2, "the NIC core has two ports")
-  require(maxTxFrame >= 64 && maxTxFrame <= 16384 && maxTxFrame % 32 == 0, "maxTxFrame 64..16384, a multiple of 32")
+  require(maxTxFrame >= 64 && maxTxFrame <= 65568 && maxTxFrame % 32 == 0,
+    "maxTxFrame 64..65568 (14 + 4 + 65535 rounded up), a multiple of 32")
   require(maxRxFrame >= 64 && maxRxFrame <= 16384 && maxRxFrame % 32 == 0, "maxRxFrame 64..16384, a multiple of 32")
   require(isPow2(cplSlots) && cplSlots >= 4 && cplSlots <= 128, "cplSlots: a power of two, 4..128")
   require(dma.ramAddrBits == NicParams.RamAddrBits, "the NIC's DMA RAM map has 32 address bits")
@@ -56,13 +58,16 @@ case class NicParams(
 
 object NicParams {
   /** The DMA engine's RAM address map (byte addresses, 32 bits):
-    *   DMA reads land in:      0x00000 TX RAM port 0, 0x10000 TX RAM port 1, 0x20000 descriptor RAM,
+    *   DMA reads land in:      0x00000 TX RAM port 0, 0x20000 TX RAM port 1 (128 KiB each),
+    *                           0x40000 descriptor RAMs (TX, then RX at 0x48000),
     *                           0x80000000 + offset: the payload cache (offsets of 31 bits)
     *   DMA writes source from: 0x00000 RX RAM,                               0x20000 completion RAM */
   val RamAddrBits = 32
   val RegionBytes = 1 << 16
-  val TxRamBase = Seq(0x00000, 0x10000)
-  val DescRamBase = 0x20000
+  val TxRamBytes = 1 << 17 // a 64 KB datagram and the frames around it
+  val TxRamAddrBits = 17
+  val TxRamBase = Seq(0x00000, 0x20000)
+  val DescRamBase = 0x40000
   val RxRamBase = 0x00000
   val CplRamBase = 0x20000
 

@@ -112,7 +112,10 @@ class RxEngine(val p: NicParams) extends Module {
   ram_wr.en := take && !overflow
   ram_wr.addr := (beatStart >> 5) + beatIdx
   ram_wr.data := in.tdata
-  ram_wr.strb := Fill(32, 1.U(1.W))
+  // The frame's bytes only. (A constant all-ones strobe also works in principle, but firtool
+  // 1.155 then emits the RAM's byte mask as 32'h1 when no other RAM of its size shares the
+  // memory module: one byte per word written.)
+  ram_wr.strb := in.tkeep
   frames.io.enq.valid := take && in.tlast
   frames.io.enq.bits.port := in.tid.get
   frames.io.enq.bits.start := beatStart

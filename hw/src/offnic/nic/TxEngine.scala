@@ -11,8 +11,8 @@ import offnic.pcie.{DmaDesc, DmaRamRead}
 class TxPacket(queueBits: Int) extends Bundle {
   val queue = UInt(queueBits.W)
   val index = UInt(16.W)
-  val len = UInt(16.W)
-  val start = UInt(16.W)
+  val len = UInt(17.W)
+  val start = UInt(17.W)
   val status = UInt(8.W)
   /** TxChecksumCmd bits: offset, start, enable */
   val csum = UInt(TxChecksum.CmdWidth.W)
@@ -56,7 +56,7 @@ class TxEngine(val p: NicParams, cacheBytes: Long) extends Module {
   private val cb = log2Ceil(p.cqs)
   private val slots = p.txSlots
   private val sb = log2Ceil(slots)
-  private val ramBytes = RegionBytes
+  private val ramBytes = TxRamBytes
   private val segW = log2Ceil(p.maxSegs + 1)
   private val segIx = log2Ceil(p.maxSegs).max(1)
   private val availW = log2Ceil(p.descCache) + 1
@@ -66,13 +66,13 @@ class TxEngine(val p: NicParams, cacheBytes: Long) extends Module {
   val cfg_port = IO(Input(Vec(nq, UInt(1.W))))
   val m_rd_desc = IO(Decoupled(new DmaDesc(RamAddrBits)))
   val s_rd_status = IO(Vec(2, Flipped(Valid(new SegDone(sb)))))
-  val ram_rd = IO(Vec(2, new DmaRamRead(16)))
+  val ram_rd = IO(Vec(2, new DmaRamRead(TxRamAddrBits)))
   val m_axis = IO(Vec(2, new AxisIO(axisP)))
   val m_cpl = IO(Decoupled(new CplReq(p.queueBits)))
   val m_cache = IO(Decoupled(new CacheCmd))
   val s_cache_done = IO(Flipped(Valid(new CacheDone)))
   val stat_host_bytes = IO(Output(Valid(UInt(17.W)))) // a DMA read of a segment was issued
-  val stat_packet = IO(Output(Vec(2, Valid(UInt(16.W))))) // a frame left for port i (bytes)
+  val stat_packet = IO(Output(Vec(2, Valid(UInt(17.W))))) // a frame left for port i (bytes)
   val stat_dma_error = IO(Output(Bool()))
   val stat_bad_desc = IO(Output(Bool()))
   val stat_cache_range = IO(Output(Bool()))
@@ -82,22 +82,22 @@ class TxEngine(val p: NicParams, cacheBytes: Long) extends Module {
 
   // ---- Per-port packet tables and RAM rings
   private val table = Seq.fill(2)(Mem(slots, new TxPacket(qb)))
-  private val starts = Seq.fill(2)(Mem(slots, UInt(16.W))) // a copy, read for the slot after the head
+  private val starts = Seq.fill(2)(Mem(slots, UInt(17.W))) // a copy, read for the slot after the head
   private val outstanding = Seq.fill(2)(RegInit(VecInit(Seq.fill(slots)(0.U(segW.W)))))
   private val failed = Seq.fill(2)(RegInit(VecInit(Seq.fill(slots)(false.B))))
   private val head = Seq.fill(2)(RegInit(0.U((sb + 1).W)))
   private val tail = Seq.fill(2)(RegInit(0.U((sb + 1).W)))
   // Byte pointers into the port's TX RAM: in use is [ramTail, ramHead), wrapping at the end
   // (equal pointers with packets in flight: full).
-  private val ramHead = Seq.fill(2)(RegInit(0.U(16.W)))
-  private val ramTail = Seq.fill(2)(RegInit(0.U(16.W)))
+  private val ramHead = Seq.fill(2)(RegInit(0.U(17.W)))
+  private val ramTail = Seq.fill(2)(RegInit(0.U(17.W)))
   private val freed = Wire(Vec(2, Bool()))
   private def occupancy(pt: Int): UInt = head(pt) - tail(pt)
 
   // ---- Scheduler
   private object S extends ChiselEnum { val Idle, Walk, Alloc, Issue = Value }
   private object T extends ChiselEnum { val Idle, Stream, Cpl = Value }
-  private val frag = Seq.fill(2)(Module(new Fragmenter(16)))
+  private val frag = Seq.fill(2)(Module(new Fragmenter(TxRamAddrBits)))
   private val state = RegInit(S.Idle)
   private val q = Reg(UInt(qb.W))
   private val port = Reg(UInt(1.W))
@@ -108,13 +108,13 @@ class TxEngine(val p: NicParams, cacheBytes: Long) extends Module {
   private val insert = Reg(Bool()) // the packet is one CACHE_INSERT
   private val insertOff = Reg(UInt(32.W))
   private val outOfRange = Reg(Bool())
-  private val total = Reg(UInt(17.W))
+  private val total = Reg(UInt(21.W)) // up to maxSegs x 65535: never wraps, so no chain slips under maxTxFrame
   private val bad = Reg(Bool())
   private val csum = Reg(UInt(TxChecksum.CmdWidth.W))
   private val nsegs = Reg(UInt(segW.W))
   private val issueK = Reg(UInt(segW.W))
   private val issueOff = Reg(UInt(17.W))
-  private val pktStart = Reg(UInt(16.W))
+  private val pktStart = Reg(UInt(17.W))
   private val pktSlot = Reg(UInt(sb.W))
 
   // A queue that could not go on waits until its cache or its port changes.
@@ -156,7 +156,7 @@ class TxEngine(val p: NicParams, cacheBytes: Long) extends Module {
   m_cache.bits.len := segLen(issueK(segIx - 1, 0))
   m_cache.bits.port := port
   m_cache.bits.slot := pktSlot
-  m_cache.bits.dst := (pktStart + issueOff)(15, 0)
+  m_cache.bits.dst := (pktStart + issueOff)(16, 0)
   stat_host_bytes.valid := m_rd_desc.fire
   stat_host_bytes.bits := m_rd_desc.bits.len
   m_rd_desc.bits.host_addr := segAddr(issueK(segIx - 1, 0))
@@ -260,8 +260,8 @@ class TxEngine(val p: NicParams, cacheBytes: Long) extends Module {
         val rec = Wire(new TxPacket(qb))
         rec.queue := q
         rec.index := consIdx(q)
-        rec.len := total(15, 0)
-        rec.start := Mux(refuse || insert, rh, start)(15, 0)
+        rec.len := total(16, 0)
+        rec.start := Mux(refuse || insert, rh, start)(16, 0)
         rec.status := Mux(isBad, CplStatus.BadDesc.U, Mux(outOfRange, CplStatus.CacheRange.U, CplStatus.Ok.U))
         rec.csum := csum
         rec.send := !refuse && !insert
@@ -273,7 +273,7 @@ class TxEngine(val p: NicParams, cacheBytes: Long) extends Module {
               k.U < nsegs && segLen(k) =/= 0.U)))
             failed(pt)(slot) := false.B
             head(pt) := head(pt) + 1.U
-            when(rec.send) { ramHead(pt) := (rec.start +& need)(15, 0) }
+            when(rec.send) { ramHead(pt) := (rec.start +& need)(16, 0) }
           }
         }
         queues.consume.valid := true.B
@@ -320,7 +320,7 @@ class TxEngine(val p: NicParams, cacheBytes: Long) extends Module {
   // ---- Per-port streamers
   private val cplArb = Module(new RRArbiter(new CplReq(p.queueBits), 2))
   m_cpl <> cplArb.io.out
-  private val sent = Wire(Vec(2, Valid(UInt(16.W))))
+  private val sent = Wire(Vec(2, Valid(UInt(17.W))))
   private val dmaErr = Wire(Vec(2, Bool()))
   for (pt <- 0 until 2) {
     val hs = tail(pt)(sb - 1, 0)
@@ -336,7 +336,7 @@ class TxEngine(val p: NicParams, cacheBytes: Long) extends Module {
     val ok = rec.send && !failed(pt)(hs)
     // The frame goes to the Fragmenter from Idle (it is idle whenever this streamer is)
     fr.s_cmd.valid := st === T.Idle && ready && ok
-    fr.s_cmd.bits.word := (rec.start >> 5)(10, 0)
+    fr.s_cmd.bits.word := rec.start(16, 5)
     fr.s_cmd.bits.len := rec.len
     fr.s_cmd.bits.mtu := cfg_mtu(pt)
     fr.s_cmd.bits.csum := rec.csum.asTypeOf(new offnic.offload.TxChecksumCmd)
