@@ -1,0 +1,71 @@
+"""`./offnic bench frag`, host side: runs frag_bench.py on the whole NIC and writes
+results/bench-frag.json and .png. Today the transmit side (the Fragmenter in the TX path);
+the reassembler's rows come with it (docs/frag.md)."""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from offnic_sim import hw
+
+ROOT = hw.ROOT
+CASES = [(1500, 65507, True), (1500, 65507, False), (9000, 65507, True), (9000, 65507, False),
+         (1500, 8972, True), (576, 65507, True)]
+
+
+def plot(recs: list[dict], png: Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    tx = [r for r in recs if r.get("direction") == "tx"]
+    fig, ax = plt.subplots(figsize=(8, 4.2))
+    labels = [f"MTU {r['mtu']}\n{r['datagram_size']} B\n{'csum' if r['csum_offload'] else 'no csum'}" for r in tx]
+    ax.bar(range(len(tx)), [r["gbps"] for r in tx], label="UDP goodput")
+    ax.bar(range(len(tx)), [r["wire_gbps"] - r["gbps"] for r in tx], bottom=[r["gbps"] for r in tx],
+           label="headers on the wire (Ethernet + IP + UDP per fragment)", alpha=0.5)
+    ax.axhline(25, color="grey", ls=":")
+    ax.set_xticks(range(len(tx)), labels, fontsize=7)
+    ax.set_ylabel("Gb/s, one 25G port")
+    ax.set_title("TX fragmentation offload: datagrams cut on the NIC", fontsize=9)
+    ax.legend(fontsize=7)
+    ax.grid(True, axis="y", alpha=0.3)
+    fig.tight_layout()
+    png.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(png, dpi=110)
+    plt.close(fig)
+
+
+def main(args: list[str], simulate, rel=str) -> int:
+    ap = argparse.ArgumentParser(prog="offnic bench frag", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--window-us", type=float, default=100.0, help="measured window per case, simulated us")
+    ap.add_argument("--out", default=None, help="JSON (default results/bench-frag.json)")
+    a = ap.parse_args(args)
+    t0 = time.monotonic()
+    out = Path(a.out) if a.out else ROOT / "results" / "bench-frag.json"
+    out = out if out.is_absolute() else Path.cwd() / out
+    cfg = {"cases": [{"mtu": m, "payload": p, "csum": c, "window_us": a.window_us, "settle_us": 15.0}
+                     for m, p, c in CASES]}
+
+    def show(rec: dict) -> None:
+        if rec.get("phase"):
+            print(f"[offnic] sim {rec.get('t_us', 0):8.1f} us  wall {rec.get('wall_s', 0):6.1f} s  {rec['phase']}", flush=True)
+    run = simulate([], hw.BUILD / "bench-frag", a.seed, show, test_module="offnic_sim.frag_bench", extra=cfg)
+    recs = list(run["tx"])
+    recs[0] = {"command": " ".join(["./offnic", "bench", "frag", *args]), "seed": run["seed"],
+               "replay": f"OFFNIC_SEED={run['seed']} ./offnic bench frag {' '.join(args)}".strip(),
+               "hw_sources_sha256": run.get("hw_sources_sha256"), "sim_us": round(run["sim_ns"] / 1000, 1),
+               **recs[0]}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(recs, indent=1) + "\n")
+    png = out.with_suffix(".png")
+    plot(recs, png)
+    print("\n| case | MTU | datagram B | fragments | UDP goodput Gb/s | wire Gb/s | % of 25G line | datagrams/s |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in recs:
+        print(f"| {r['case']} | {r['mtu']} | {r['datagram_size']} | {r['fragments_per_datagram']} | {r['gbps']:.2f} | "
+              f"{r['wire_gbps']:.2f} | {r['line_rate_pct']:.1f} | {r['datagrams_per_s']:,} |")
+    print(f"\n[offnic] wrote {rel(out)} and {rel(png)} in {time.monotonic() - t0:.0f} s (seed {run['seed']})")
+    return 1 if run.get("driver_errors") else 0
