@@ -58,7 +58,7 @@ from offnic_sim.hw import Design
 from qm_tb import Pins, bench_rng, stall_pattern, start_clock_and_reset, u16
 
 N, DEPTH, MAX_BURST, SLOTS, MIN_BURST = 8, 64, 32, 4, 8
-RAM_BASE, TAG_BASE = 0x40000, 0x80   # NicParams.DescRamBase (the block default), tag base
+RAM_BASE, TAG_BASE = 0x80000, 0x80   # NicParams.DescRamBase (the block default), tag base
 TAG_END = TAG_BASE + N * SLOTS
 DESIGN = Design.of("nic.DescFetch", label="desc_fetch", queues=N, depth=DEPTH, max_burst=MAX_BURST, slots=SLOTS,
                    min_burst=MIN_BURST)

@@ -8,7 +8,7 @@ import offnic.pcie.DmaUtil
 /** A write into a port's TX RAM; `last` ends an append (then `slot` and `error` count). */
 class TxRamWrite extends Bundle {
   val port = UInt(1.W)
-  val word = UInt(12.W)
+  val word = UInt(13.W)
   val data = UInt(256.W)
   val strb = UInt(32.W)
   val last = Bool()
@@ -37,7 +37,7 @@ class CacheAligner extends Module {
   private val active = RegInit(false.B)
   private val port = Reg(UInt(1.W))
   private val slot = Reg(UInt(6.W))
-  private val dstWord = Reg(UInt(12.W))
+  private val dstWord = Reg(UInt(13.W))
   private val firstMask = Reg(UInt(32.W)) // lanes from the destination's lane up
   private val lastMask = Reg(UInt(32.W)) // lanes up to the last byte's
   private val shift = Reg(UInt(5.W))
@@ -57,7 +57,7 @@ class CacheAligner extends Module {
     active := true.B
     port := c.port
     slot := c.slot
-    dstWord := c.dst(16, 5)
+    dstWord := c.dst(17, 5)
     firstMask := VecInit((0 until 32).map(k => ((BigInt(1) << 32) - (BigInt(1) << k)).U(32.W)))(d)
     lastMask := Descriptor.keepFor(d + c.len(4, 0))
     shift := c.srcLane - d // mod 32: s + 32 - d when s < d

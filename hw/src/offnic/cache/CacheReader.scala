@@ -10,7 +10,7 @@ class AlignCtx extends Bundle {
   val len = UInt(16.W)
   val srcWords = UInt(12.W) // cache words the bytes span (1..2049)
   val port = UInt(1.W)
-  val dst = UInt(17.W) // TX RAM byte address
+  val dst = UInt(18.W) // TX RAM byte address
   val slot = UInt(6.W)
 }
 

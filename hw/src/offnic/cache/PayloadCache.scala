@@ -16,7 +16,7 @@ class CacheCmd extends Bundle {
   val len = UInt(16.W)
   val port = UInt(1.W)
   val slot = UInt(6.W)
-  val dst = UInt(17.W)
+  val dst = UInt(18.W)
 }
 
 class CacheDone extends Bundle {
@@ -67,7 +67,7 @@ class PayloadCache(val cp: CacheParams, ramAddrBits: Int, insertTag: Int) extend
   /** DMA RAM writes into the cache region (`en` already qualified): word address = cache
     * offset / 32. */
   val s_ram_wr = IO(Flipped(new DmaRamWrite(ramAddrBits - 1)))
-  val tx_wr = IO(Vec(2, new DmaRamWrite(17)))
+  val tx_wr = IO(Vec(2, new DmaRamWrite(18)))
   /** The DMA engine writes that TX RAM this cycle: an append's write waits. */
   val tx_busy = IO(Input(Vec(2, Bool())))
   val done = IO(Valid(new CacheDone))

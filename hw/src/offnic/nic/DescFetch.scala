@@ -240,7 +240,7 @@ class DescFetch(val n: Int, val depth: Int, val ramBase: Int, val tagBase: Int, 
 }
 
 object DescFetch extends offnic.Elaboratable {
-  /** For the block bench: `queues` (8), `depth` (64), `ram_base` (0x40000), `tag_base`
+  /** For the block bench: `queues` (8), `depth` (64), `ram_base` (0x80000), `tag_base`
     * (0x80), `max_burst` (32), `slots` (4), `min_burst` (8), RAM address bits 18. */
   def generate(p: offnic.Params): RawModule = new DescFetch(
     p.int("queues", 8), p.int("depth", 64), p.int("ram_base", NicParams.DescRamBase), p.int("tag_base", 0x80),

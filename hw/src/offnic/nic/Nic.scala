@@ -74,19 +74,19 @@ class Nic(val c: DeviceRegsParams, val p: NicParams, val portMbps: Seq[Int]) ext
   dma.cfg_max_payload := cfg_max_payload
   dma.cfg_max_read_req := cfg_max_read_req
 
-  private val txRam = Seq.fill(2)(Module(new DmaRam(TxRamAddrBits, 2)))
+  private val txRam = Seq.fill(2)(Module(new DmaRam(TxRamAddrBits, 2, TxRamBytes)))
   private val rxRam = Module(new DmaRam(16, 2))
   private val cplRam = Module(new DmaRam(log2Ceil(p.cplSlots) + 4, 2))
   private val txDescRam = Module(new DmaRam(p.descRamAddrBits, 1))
   private val rxDescRam = Module(new DmaRam(p.descRamAddrBits, 1))
 
-  // DMA reads land by region (address bit 31: the payload cache; else bits 18:17, and bit 15
+  // DMA reads land by region (address bit 31: the payload cache; else bits 19:18, and bit 15
   // splits the descriptor region). Appends from the cache write the TX RAMs too, in the
   // cycles the DMA engine leaves free.
   private val cache = Module(new PayloadCache(p.cache, RamAddrBits, TagCacheInsert))
   private val wr = dma.ram_wr
   private val wrCache = wr.addr(RamAddrBits - 6)
-  private val wrRegion = wr.addr(13, 12)
+  private val wrRegion = wr.addr(14, 13)
   private def landIn(ram: DmaRamWrite, hit: Bool): Unit = {
     ram.en := wr.en && hit
     ram.addr := wr.addr(ram.addr.getWidth - 1, 0)
@@ -98,7 +98,7 @@ class Nic(val c: DeviceRegsParams, val p: NicParams, val portMbps: Seq[Int]) ext
     val ram = txRam(pt).wr
     val cw = cache.tx_wr(pt)
     ram.en := dmaHit || cw.en
-    ram.addr := Mux(dmaHit, wr.addr(11, 0), cw.addr)
+    ram.addr := Mux(dmaHit, wr.addr(12, 0), cw.addr)
     ram.data := Mux(dmaHit, wr.data, cw.data)
     ram.strb := Mux(dmaHit, wr.strb, cw.strb)
     cache.tx_busy(pt) := dmaHit

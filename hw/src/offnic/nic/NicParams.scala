@@ -58,16 +58,17 @@ case class NicParams(
 
 object NicParams {
   /** The DMA engine's RAM address map (byte addresses, 32 bits):
-    *   DMA reads land in:      0x00000 TX RAM port 0, 0x20000 TX RAM port 1 (128 KiB each),
-    *                           0x40000 descriptor RAMs (TX, then RX at 0x48000),
+    *   DMA reads land in:      0x00000 TX RAM port 0, 0x40000 TX RAM port 1 (192 KiB each),
+    *                           0x80000 descriptor RAMs (TX, then RX at 0x88000),
     *                           0x80000000 + offset: the payload cache (offsets of 31 bits)
     *   DMA writes source from: 0x00000 RX RAM,                               0x20000 completion RAM */
   val RamAddrBits = 32
   val RegionBytes = 1 << 16
-  val TxRamBytes = 1 << 17 // a 64 KB datagram and the frames around it
-  val TxRamAddrBits = 17
-  val TxRamBase = Seq(0x00000, 0x20000)
-  val DescRamBase = 0x40000
+  /** Two 64 KB datagrams and then some: one is cut and sent while the next arrives. */
+  val TxRamBytes = 3 << 16
+  val TxRamAddrBits = 18
+  val TxRamBase = Seq(0x00000, 0x40000)
+  val DescRamBase = 0x80000
   val RxRamBase = 0x00000
   val CplRamBase = 0x20000
 

@@ -12,7 +12,7 @@ class TxPacket(queueBits: Int) extends Bundle {
   val queue = UInt(queueBits.W)
   val index = UInt(16.W)
   val len = UInt(17.W)
-  val start = UInt(17.W)
+  val start = UInt(NicParams.TxRamAddrBits.W)
   val status = UInt(8.W)
   /** TxChecksumCmd bits: offset, start, enable */
   val csum = UInt(TxChecksum.CmdWidth.W)
@@ -82,15 +82,15 @@ class TxEngine(val p: NicParams, cacheBytes: Long) extends Module {
 
   // ---- Per-port packet tables and RAM rings
   private val table = Seq.fill(2)(Mem(slots, new TxPacket(qb)))
-  private val starts = Seq.fill(2)(Mem(slots, UInt(17.W))) // a copy, read for the slot after the head
+  private val starts = Seq.fill(2)(Mem(slots, UInt(TxRamAddrBits.W))) // a copy, read for the slot after the head
   private val outstanding = Seq.fill(2)(RegInit(VecInit(Seq.fill(slots)(0.U(segW.W)))))
   private val failed = Seq.fill(2)(RegInit(VecInit(Seq.fill(slots)(false.B))))
   private val head = Seq.fill(2)(RegInit(0.U((sb + 1).W)))
   private val tail = Seq.fill(2)(RegInit(0.U((sb + 1).W)))
   // Byte pointers into the port's TX RAM: in use is [ramTail, ramHead), wrapping at the end
   // (equal pointers with packets in flight: full).
-  private val ramHead = Seq.fill(2)(RegInit(0.U(17.W)))
-  private val ramTail = Seq.fill(2)(RegInit(0.U(17.W)))
+  private val ramHead = Seq.fill(2)(RegInit(0.U(TxRamAddrBits.W)))
+  private val ramTail = Seq.fill(2)(RegInit(0.U(TxRamAddrBits.W)))
   private val freed = Wire(Vec(2, Bool()))
   private def occupancy(pt: Int): UInt = head(pt) - tail(pt)
 
@@ -114,7 +114,7 @@ class TxEngine(val p: NicParams, cacheBytes: Long) extends Module {
   private val nsegs = Reg(UInt(segW.W))
   private val issueK = Reg(UInt(segW.W))
   private val issueOff = Reg(UInt(17.W))
-  private val pktStart = Reg(UInt(17.W))
+  private val pktStart = Reg(UInt(TxRamAddrBits.W))
   private val pktSlot = Reg(UInt(sb.W))
 
   // A queue that could not go on waits until its cache or its port changes.
@@ -156,7 +156,7 @@ class TxEngine(val p: NicParams, cacheBytes: Long) extends Module {
   m_cache.bits.len := segLen(issueK(segIx - 1, 0))
   m_cache.bits.port := port
   m_cache.bits.slot := pktSlot
-  m_cache.bits.dst := (pktStart + issueOff)(16, 0)
+  m_cache.bits.dst := (pktStart + issueOff)(TxRamAddrBits - 1, 0)
   stat_host_bytes.valid := m_rd_desc.fire
   stat_host_bytes.bits := m_rd_desc.bits.len
   m_rd_desc.bits.host_addr := segAddr(issueK(segIx - 1, 0))
@@ -261,7 +261,7 @@ class TxEngine(val p: NicParams, cacheBytes: Long) extends Module {
         rec.queue := q
         rec.index := consIdx(q)
         rec.len := total(16, 0)
-        rec.start := Mux(refuse || insert, rh, start)(16, 0)
+        rec.start := Mux(refuse || insert, rh, start)(TxRamAddrBits - 1, 0)
         rec.status := Mux(isBad, CplStatus.BadDesc.U, Mux(outOfRange, CplStatus.CacheRange.U, CplStatus.Ok.U))
         rec.csum := csum
         rec.send := !refuse && !insert
@@ -273,7 +273,7 @@ class TxEngine(val p: NicParams, cacheBytes: Long) extends Module {
               k.U < nsegs && segLen(k) =/= 0.U)))
             failed(pt)(slot) := false.B
             head(pt) := head(pt) + 1.U
-            when(rec.send) { ramHead(pt) := (rec.start +& need)(16, 0) }
+            when(rec.send) { ramHead(pt) := (rec.start +& need)(TxRamAddrBits - 1, 0) }
           }
         }
         queues.consume.valid := true.B
@@ -336,7 +336,7 @@ class TxEngine(val p: NicParams, cacheBytes: Long) extends Module {
     val ok = rec.send && !failed(pt)(hs)
     // The frame goes to the Fragmenter from Idle (it is idle whenever this streamer is)
     fr.s_cmd.valid := st === T.Idle && ready && ok
-    fr.s_cmd.bits.word := rec.start(16, 5)
+    fr.s_cmd.bits.word := rec.start(TxRamAddrBits - 1, 5)
     fr.s_cmd.bits.len := rec.len
     fr.s_cmd.bits.mtu := cfg_mtu(pt)
     fr.s_cmd.bits.csum := rec.csum.asTypeOf(new offnic.offload.TxChecksumCmd)

@@ -9,12 +9,15 @@ import chisel3.util._
   * readLatency - 1 output registers (the BRAM's own output register, for timing at 250 MHz).
   * A read of a word written in the same cycle returns either value.
   */
-class DmaRam(val addrBits: Int = 16, val readLatency: Int = 2) extends Module {
+class DmaRam(val addrBits: Int = 16, val readLatency: Int = 2, val bytes: Int = 0) extends Module {
   require(addrBits >= 6 && readLatency >= 1)
+  /** `bytes` (0: the whole address space) may be smaller than 2^addrBits, a multiple of 32. */
+  private val words = if (bytes == 0) 1 << (addrBits - 5) else bytes / 32
+  require(words * 32 <= (1L << addrBits) && words >= 1)
   val wr = IO(Flipped(new DmaRamWrite(addrBits)))
   val rd = IO(Flipped(new DmaRamRead(addrBits)))
 
-  private val mem = SyncReadMem(1 << (addrBits - 5), Vec(32, UInt(8.W)))
+  private val mem = SyncReadMem(words, Vec(32, UInt(8.W)))
   when(wr.en) {
     mem.write(wr.addr, wr.data.asTypeOf(Vec(32, UInt(8.W))), wr.strb.asBools)
   }
