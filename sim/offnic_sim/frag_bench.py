@@ -35,6 +35,11 @@ def now_ns() -> float:
     return get_sim_time("ns")
 
 
+def segment_points(n: int, seg: int = SEG) -> list[int] | None:
+    """Split points of an n-byte frame into descriptors of at most `seg` bytes."""
+    return list(range(seg, n, seg)) or None
+
+
 def datagram(rng: random.Random, payload: int, csum: bool) -> tuple[bytes, bytes]:
     """(the frame the host hands over, the datagram as it must leave: UDP checksum filled)."""
     src, dst = bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2])
@@ -89,7 +94,7 @@ class FragBench:
         frags = ipfrag.fragment(full, mtu)
         order = frags[1:] + frags[:1] if csum and len(frags) > 1 else frags
         out = [ETH + f for f in order]
-        points = list(range(SEG, len(frame), SEG)) or None
+        points = segment_points(len(frame))
         c0 = await drv.counters("tx_engine")
         self.wire = []
         t0 = now_ns()

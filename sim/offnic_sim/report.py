@@ -467,7 +467,7 @@ STREAM_NAMES = {"tx": "TX host->wire", "rx": "RX wire->host"}
 
 
 def demo_report(run: dict, wall_s: float | None = None, png: str | None = None) -> tuple[str, dict]:
-    c = next(x for x in run["cases"] if x["direction"] not in ("probe", "web"))
+    c = next(x for x in run["cases"] if x["direction"] not in ("probe", "web", "frag"))
     a = analyze_case(c)
     st = a["streams"]
     mix = ", ".join(f"{s} B x{w:g}" for s, w in c["sizes"])
@@ -549,6 +549,9 @@ def demo_report(run: dict, wall_s: float | None = None, png: str | None = None) 
     web = next((x for x in run["cases"] if x["direction"] == "web"), None)
     if web:
         L += [""] + web_lines(web)
+    frag = next((x for x in run["cases"] if x["direction"] == "frag"), None)
+    if frag:
+        L += [""] + frag_lines(frag)
     if run.get("driver_errors"):
         L.append(f"  DRIVER ERRORS: {run['driver_errors'][:3]}")
     if png:
@@ -593,13 +596,28 @@ def web_lines(c: dict) -> list[str]:
     return L
 
 
+def frag_lines(c: dict) -> list[str]:
+    """The demo's fragmentation case (workload.frag_case) as report lines."""
+    f = c["frag"]
+    k = f["counters"]
+    ok = f["identical"] == f["frames_expected"] == f["frames_on_wire"] and not f["failed"]
+    return [f"fragmentation offload (docs/frag.md): {c['datagrams']} UDP datagrams of {c['payload'] + 28:,} B, one frame "
+            f"each with the UDP checksum left to the NIC, port 0's MTU set to {c['mtu']}:",
+            f"  cut into {f['fragments_per_datagram']} fragments each ({f['frames_on_wire']} frames; counters: "
+            f"{k['frag_datagrams']} datagrams, {k['frag_fragments']} fragments, {k['frag_refused']} refused), "
+            f"{f['goodput_gbps'] or 0:.2f} Gb/s of UDP payload, {f['line_rate_pct'] or 0:.1f}% of 25G line rate on the wire;",
+            "  every fragment " + ("identical to Linux's (ip_do_fragment), the checksum in the first, sent last"
+                                   if ok else f"WRONG: {f['identical']} of {f['frames_expected']} identical, "
+                                              f"{f['failed']} failed")]
+
+
 def demo_plot(run: dict, path: Path, bin_us: float = 10.0) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import matplotlib.ticker
 
-    c = next(x for x in run["cases"] if x["direction"] not in ("probe", "web"))
+    c = next(x for x in run["cases"] if x["direction"] not in ("probe", "web", "frag"))
     t0 = c["t_begin_ns"]
     end = max(c["t_stop_ns"], c["w1_ns"])
     nb = int(math.ceil((end - t0) / (bin_us * 1000)))

@@ -330,16 +330,18 @@ def cmd_demo(args: list[str]) -> int:
     ap.add_argument("--us", type=float, default=100.0, help="measured window of traffic, simulated us (default 100)")
     ap.add_argument("--seed", type=int, default=None, help="random seed (default: a new one; OFFNIC_SEED also works)")
     ap.add_argument("--no-web", action="store_true", help="skip the payload-cache case (a web trace window)")
+    ap.add_argument("--no-frag", action="store_true", help="skip the fragmentation case (64 KB datagrams at MTU 1500)")
     a = ap.parse_args(args)
     t0 = time.monotonic()
     out_dir = hw.BUILD / "demo"
     trace = None if a.no_web else cache_report.trace_prefix(*DEMO_WEB)
-    cases = workload.demo_cases(a.us, trace=trace)
+    cases = workload.demo_cases(a.us, trace=trace, frag=not a.no_frag)
     print(f"[offnic] demo: the whole NIC (PCIe Gen3 x8 host with 1 us read latency, 2 x 25G XGMII ports), "
           f"{a.us:g} us of IMIX + jumbo traffic, TX and RX on both ports"
           + ("" if trace is None else f"; then a web server's window of the {trace['label']} trace "
              f"({len(trace['file_id'])} requests, {sum(trace['file_size']) / 1000:.0f} KB) without and with the "
-             f"payload cache"), flush=True)
+             f"payload cache")
+          + ("" if a.no_frag else "; then 64 KB UDP datagrams cut by the NIC at MTU 1500"), flush=True)
     run = simulate(cases, out_dir, a.seed, Progress(cases, "demo"))
     png = out_dir / "demo.png"
     text, _ = report.demo_report(run, png=str(png.relative_to(ROOT)))

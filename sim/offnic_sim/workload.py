@@ -118,6 +118,8 @@ def expected_us(case: dict) -> float:
         return sum(4.5 + 2 + (s + 20) * 8 / (LINE_GBPS * 1000) * 2 for s, _ in case["sizes"]) * case["frames_per_size"]
     if case["direction"] == "web":  # both modes at about line rate
         return 2 * (10 + sum(case["file_size"]) * 1.05 * 8 / (LINE_GBPS * 1000))
+    if case["direction"] == "frag":
+        return 10 + case["datagrams"] * case["payload"] * 1.05 * 8 / (LINE_GBPS * 1000)
     return case["settle_us"] + case["window_us"] + case["tail_us"] + 8.0
 
 
@@ -131,11 +133,23 @@ def web_case(trace: dict, seed: int = 0) -> dict:
             "sizes": [[1502, 1]], "in_flight": 64, **trace}
 
 
-def demo_cases(window_us: float = 100.0, seed: int = 0, trace: dict | None = None) -> list[dict]:
+def frag_case(datagrams: int = 12, payload: int = 65507, mtu: int = 1500, seed: int = 0) -> dict:
+    """The fragmentation offload at work: `datagrams` UDP datagrams of `payload` bytes
+    (one frame each, the UDP checksum left to the NIC as Linux does) on port 0 with the
+    port's MTU set to `mtu`; the NIC cuts them (frag_bench.py measures the same at length),
+    every fragment is compared with Linux's (ipfrag.fragment)."""
+    return {"name": "frag", "direction": "frag", "ports": [0], "seed": seed, "txq_per_port": 1,
+            "sizes": [[mtu + 14, 1]], "datagrams": datagrams, "payload": payload, "mtu": mtu}
+
+
+def demo_cases(window_us: float = 100.0, seed: int = 0, trace: dict | None = None,
+               frag: bool = True) -> list[dict]:
     cases = [make_case("demo", IMIX, 2, "bidir", window_us, settle_us=5.0, seed=seed),
              probe_case([64, 1500], seed)]
     if trace is not None:
         cases.append(web_case(trace, seed))
+    if frag:
+        cases.append(frag_case(seed=seed))
     return cases
 
 
@@ -276,6 +290,7 @@ class Workload:
         self.case_frac = 0.0
         self.expect: dict[int, bytes] = {}  # tag -> the frame the wire must carry (web case)
         self.mismatches = 0
+        self.capture: list[bytes] | None = None  # port 0's frames, whole (frag case)
 
     # ---- set-up
 
@@ -317,6 +332,8 @@ class Workload:
             f = await sink.recv()
             data = f.get_payload(strip_fcs=False)
             tag = int.from_bytes(data[TAG_AT:TAG_AT + 8], "little")
+            if p == 0 and self.capture is not None:
+                self.capture.append(bytes(data))
             want = self.expect.pop(tag, None)
             if want is not None and bytes(data[:len(want)]) != want:
                 self.mismatches += 1
@@ -479,7 +496,61 @@ class Workload:
         return {**{k: v for k, v in case.items() if not k.startswith(("file_", "warm_file_", "revision", "warm_rev"))},
                 "index": ix, "warm_requests": len(case["warm_file_id"]), "web": out}
 
+    async def run_frag(self, ix: int, case: dict) -> dict:
+        """See frag_case."""
+        from offnic_sim import ipfrag
+        from offnic_sim.frag_bench import ETH, datagram, segment_points
+        drv = self.drv
+        self.case_ix, self.case_frac = ix, 0.0
+        q = self.txqs[0][0]
+        mtu = case["mtu"]
+        await drv.set_moderation("tx", q, 4, 2)
+        drv.tx_done(q).clear()
+        old_mtu = await drv.block("tx_engine").read("mtu")
+        await drv.block("tx_engine").write("mtu", (old_mtu & 0xFFFF0000) | mtu)
+        rng = random.Random(self.cfg.get("seed", 0) << 20 ^ case["seed"] ^ 0xF2A6)
+        self.wire[0] = []
+        self.capture = []
+        c0 = await self.counters()
+        want, toks = [], []
+        for k in range(case["datagrams"]):
+            frame, full = datagram(rng, case["payload"], True)
+            frags = ipfrag.fragment(full, mtu)
+            want += [ETH + f for f in frags[1:] + frags[:1]]    # the first leaves last, with the checksum
+            while sum(1 for t in toks if t.cpl is None) >= 4:
+                await Timer(200, "ns")
+            toks.append(await drv.send(q, frame, segments=segment_points(len(frame), 9000), csum=(34, 40)))
+            self.case_frac = k / case["datagrams"]
+        t_lim = now_ns() + 2_000_000
+        while (any(t.cpl is None for t in toks) or len(self.capture) < len(want)) and now_ns() < t_lim:
+            await Timer(1, "us")
+        c1 = await self.counters()
+        got = self.capture
+        self.capture = None
+        await drv.block("tx_engine").write("mtu", old_mtu)
+        drv.tx_done(q).clear()
+        frames = self.wire[0]
+        span = frames[-1][2] - frames[0][2] if len(frames) > 1 else 0.0
+        wire_b = sum(n for _, n, _ in frames[1:])
+        per = len(want) // case["datagrams"]
+        d = self.delta(c0, c1)["tx_engine"]
+        self.case_frac = 1.0
+        self.progress(done_case=ix)
+        return {**case, "index": ix, "frag": {
+            "fragments_per_datagram": per, "frames_on_wire": len(got), "frames_expected": len(want),
+            # wire frames carry their FCS (and MAC padding below 64 B)
+            "identical": sum(1 for g, w in zip(got, want) if g[:len(w)] == w and not any(g[len(w):-4])),
+            "failed": sum(1 for t in toks if t.cpl is None or t.cpl.status != 0),
+            "goodput_gbps": round((len(frames) - 1) / per * case["payload"] * 8 / span, 3) if span else None,
+            "wire_gbps": round(wire_b * 8 / span, 3) if span else None,
+            "line_rate_pct": round(100 * (wire_b + WIRE_OVERHEAD * (len(frames) - 1)) * 8 / span / LINE_GBPS, 2)
+            if span else None,
+            "counters": {k: d[k] for k in ("frag_datagrams", "frag_fragments", "frag_refused", "frag_csum_unpatched")},
+        }}
+
     async def run_case(self, ix: int, case: dict) -> dict:
+        if case["direction"] == "frag":
+            return await self.run_frag(ix, case)
         if case["direction"] == "probe":
             return await self.run_probe(ix, case)
         if case["direction"] == "web":

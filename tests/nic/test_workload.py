@@ -1,8 +1,8 @@
 """`./offnic demo` and `./offnic bench base` in miniature, so CI keeps them working: the
 workload (sim/offnic_sim/workload.py) runs a short demo case (10 us window, both ports,
 both directions, IMIX + jumbo), an unloaded-latency probe, the demo's payload-cache case
-on a small web-trace window (4 NASA requests, ~83% of their bytes already cached) and a
-1518-byte bench case on the whole NIC; then the report code (sim/offnic_sim/report.py)
+on a small web-trace window (4 NASA requests, ~83% of their bytes already cached), the
+fragmentation case (two 20 KB datagrams at MTU 1500) and a 1518-byte bench case on the whole NIC; then the report code (sim/offnic_sim/report.py)
 must produce every field the demo report and the bench records promise, with sane
 values, and both plots.
 """
@@ -34,13 +34,21 @@ def check_stream(name: str, r: dict) -> None:
 def test_workload(tmp_path):
     out = tmp_path / "raw.json"
     trace = cache_report.trace_prefix("nasa", 1, 4, 40_000, 2 * 10**6)
-    cases = workload.demo_cases(window_us=10.0, trace=trace) + [
+    cases = workload.demo_cases(window_us=10.0, trace=trace, frag=False) + [
+        workload.frag_case(datagrams=2, payload=20000),
         workload.make_case("1518B-2p-bidir", [[1518, 1]], 2, "bidir", 10.0)]
     cases[1]["frames_per_size"] = 2   # the probe: two frames per size
     run_cocotb(NIC, __name__, bench={"cases": cases, "out": str(out), "seed": 1})
     run = json.loads(out.read_text())
     assert not run["driver_errors"], run["driver_errors"]
-    demo, probe, web, bench = run["cases"]
+    demo, probe, web, frag, bench = run["cases"]
+
+    # the fragmentation case: every fragment as Linux makes it, counted by the NIC
+    f = frag["frag"]
+    assert f["fragments_per_datagram"] == 14 and f["frames_expected"] == f["frames_on_wire"] == 28, f
+    assert f["identical"] == 28 and f["failed"] == 0, f
+    assert f["counters"]["frag_datagrams"] == 2 and f["counters"]["frag_fragments"] == 28, f
+    assert any("identical to Linux's" in line for line in report.frag_lines(frag))
 
     # the payload-cache case: every frame byte-exact both ways, the file bytes that crossed
     # PCIe exactly what the directory model predicts, hits and inserts counted by the NIC
