@@ -5,11 +5,11 @@ One NicTB (PCIe Gen3 x8 host with 1 us read latency, 25G XGMII ports, driver mod
 interrupt mode), TX queue 0 on port 0. Per case (link MTU, UDP payload size, checksum
 offload on or off): the driver keeps the ring fed with the same datagram (an Ethernet
 frame of up to 65,549 bytes, in descriptors of at most 16,000 bytes; at most 4 datagrams
-in flight: the 128 KiB TX RAM holds two of 64 KB), the NIC cuts each into fragments. In a
+in flight: the 192 KiB TX RAM holds two of 64 KB), the NIC cuts each into fragments. In a
 window after a settle time: fragments on the wire and their bytes (with FCS), so Gb/s on
-the wire, % of 25G counting 20 B of preamble and gap per frame, and goodput = UDP payload
-bytes of the datagrams whose last fragment left in the window over its length. Every
-fragment is compared with `ipfrag.fragment()` of the datagram.
+the wire, % of 25G counting 20 B of preamble and gap per frame, and goodput = the UDP
+payload the window's fragments carry (their IP payload less each datagram's UDP header)
+over the window. Every fragment is compared with `ipfrag.fragment()` of the datagram.
 """
 from __future__ import annotations
 
@@ -125,7 +125,9 @@ class FragBench:
         return {"case": f"tx_mtu{mtu}_{payload + 28}B{'_csum' if csum else ''}", "direction": "tx", "mtu": mtu,
                 "datagram_size": payload + 28, "udp_payload": payload, "csum_offload": csum,
                 "fragments_per_datagram": per, "frames": nf, "window_us": window_us,
-                "gbps": round(datagrams * payload * 8 / ns, 3),
+                # UDP payload: each frame's IP payload (frame - 14 - 20 - FCS) less the
+                # UDP header of each datagram's first fragment
+                "gbps": round((sum(b - 38 for b, _ in win[1:]) - 8 * datagrams) * 8 / ns, 3),
                 "wire_gbps": round(wire_b * 8 / ns, 3),
                 "line_rate_pct": round(100 * (wire_b + WIRE_OVERHEAD * nf) * 8 / ns / LINE_GBPS, 2),
                 "datagrams_per_s": round(datagrams / ns * 1e9),

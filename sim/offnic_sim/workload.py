@@ -541,7 +541,8 @@ class Workload:
             # wire frames carry their FCS (and MAC padding below 64 B)
             "identical": sum(1 for g, w in zip(got, want) if g[:len(w)] == w and not any(g[len(w):-4])),
             "failed": sum(1 for t in toks if t.cpl is None or t.cpl.status != 0),
-            "goodput_gbps": round((len(frames) - 1) / per * case["payload"] * 8 / span, 3) if span else None,
+            "goodput_gbps": round((sum(n - 38 for _, n, _ in frames[1:]) - 8 * (len(frames) - 1) / per) * 8 / span, 3)
+            if span else None,   # IP payload of each frame (less 14 + 20 + FCS) less the UDP headers
             "wire_gbps": round(wire_b * 8 / span, 3) if span else None,
             "line_rate_pct": round(100 * (wire_b + WIRE_OVERHEAD * (len(frames) - 1)) * 8 / span / LINE_GBPS, 2)
             if span else None,
