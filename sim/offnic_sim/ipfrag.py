@@ -436,6 +436,10 @@ class Reassembler:
     Times are whatever the caller uses (seconds, simulated ns, ...), passed as `now`.
     """
 
+    # A datagram that cannot fit 65,535 bytes even with a 20-byte header is dropped at the
+    # fragment that shows it (the NIC: its buffers end there), not at completion (Linux).
+    early_oversize = False
+
     def __init__(self, timeout: float = 30.0, max_contexts: int | None = None, max_bytes: int | None = None,
                  max_frags: int | None = None, *, max_dist: int = 64, when_full: str = "evict"):
         if when_full not in ("evict", "bypass"):
@@ -514,18 +518,25 @@ class Reassembler:
             return NOT_FRAGMENT
         ctx = self._contexts.get(ip.key)
         if ctx is None:
-            full = self.max_contexts is not None and len(self._contexts) >= self.max_contexts
-            if ip.key in self._bypass_until or (full and self.when_full == "bypass"):
-                self._bypass_until.setdefault(ip.key, self._now + self.timeout)
+            ctx = self._open(ip.key)
+            if ctx is None:
                 self.bypassed.append(packet)
                 return BYPASSED
-            if full:
-                self._evict_oldest()
-            self._seq += 1
-            ctx = _Context(ip.key, self._now + self.timeout, self._seq)
-            self._contexts[ip.key] = ctx
         self.counters[REQUESTS] += 1
         return self._queue(ctx, ip, packet)
+
+    def _open(self, key: tuple) -> "_Context | None":
+        """A new context for `key`, or None: the fragment bypasses (to the host)."""
+        full = self.max_contexts is not None and len(self._contexts) >= self.max_contexts
+        if key in self._bypass_until or (full and self.when_full == "bypass"):
+            self._bypass_until.setdefault(key, self._now + self.timeout)
+            return None
+        if full:
+            self._evict_oldest()
+        self._seq += 1
+        ctx = _Context(key, self._now + self.timeout, self._seq)
+        self._contexts[key] = ctx
+        return ctx
 
     def _drop(self, ctx: _Context, why: str) -> str:
         self._contexts.pop(ctx.key, None)
@@ -566,6 +577,8 @@ class Reassembler:
                 ctx.length = end
         if end == off:
             return self._drop(ctx, EMPTY)
+        if self.early_oversize and end > IP_MAX_LEN - 20:
+            return self._drop(ctx, OVERSIZE)
         verdict = ctx.insert(off, end)
         if verdict == DUPLICATE:
             return DUPLICATE
