@@ -54,7 +54,7 @@ from cocotb.simtime import get_sim_time
 from cocotb.triggers import Event, Lock, Timer, with_timeout
 from cocotbext.pcie.core.caps import PciCapId
 
-from offnic_sim import regs, rings
+from offnic_sim import reasm_model, regs, rings
 from offnic_sim.hostmem import DEFAULT_READ_LATENCY_NS, HostBuffer, HostMemory
 from offnic_sim.regblocks import discover
 from offnic_sim.rings import Completion, Desc
@@ -116,8 +116,9 @@ class RxPacket:
     rss_type: int | None
     status: int
     cpl_time: float            # sim time (ns) the driver took the completion
-    index: int = 0             # ring index of the descriptor the frame used
+    index: int = 0             # ring index of the descriptor the frame used (reassembled: buffer id)
     length: int = 0            # length the completion reported
+    reassembled: bool = False  # a datagram the NIC reassembled from fragments (csum: its IP payload's sum)
 
     @property
     def ok(self) -> bool:
@@ -210,6 +211,8 @@ class OffnicDriver:
         self.irqs: Counter = Counter()  # interrupts per vector
         self.errors: list[str] = []
         self._tasks = []
+        self.reasm_bufs: dict[int, HostBuffer] = {}   # reassembly buffers by id
+        self._reasm_repost: list[int] = []
 
     # ------------------------------------------------------------------ bring-up
 
@@ -604,7 +607,48 @@ class OffnicDriver:
         """Post up to `n` RX buffers now (default: fill the ring)."""
         await self._rx_post(self.queues["rx"][q], n)
 
+    # ------------------------------------------------------------------ reassembly (docs/frag.md)
+
+    async def enable_reasm(self, buffers: int = 64, *, timeout_us: int | None = None, max_frags: int | None = None,
+                           max_bytes: int | None = None, hash_key: int | None = None) -> None:
+        """Turn on IPv4 reassembly: post `buffers` reassembly buffers (ids 0..buffers-1) and
+        set the `reasm` block's knobs given."""
+        r = self.block("reasm")
+        for k, v in (("timeout_us", timeout_us), ("max_frags", max_frags), ("max_bytes", max_bytes)):
+            if v is not None:
+                await r.write(k, v)
+        if hash_key is not None:
+            key = hash_key << 9
+            for k in range(4):
+                await r.write(f"hash_key_{k}", (key >> (96 - 32 * k)) & 0xFFFF_FFFF)
+        for i in range(buffers):
+            if i not in self.reasm_bufs:
+                self.reasm_bufs[i] = self.hostmem.alloc(reasm_model.BUFFER_BYTES, 64)
+            await self._reasm_post(i)
+        await r.write("control", 1)
+
+    async def _reasm_post(self, i: int) -> None:
+        r = self.block("reasm")
+        await r.write("buf_addr_lo", self.reasm_bufs[i].addr & 0xFFFF_FFFF)
+        await r.write("buf_addr_hi", self.reasm_bufs[i].addr >> 32)
+        await r.write("buf_post", i)
+
+    def _on_reasm_cpl(self, rxq: _Produced, cpl: Completion) -> None:
+        buf = self.reasm_bufs.get(cpl.index)
+        if buf is None or cpl.reasm_start + cpl.len > reasm_model.BUFFER_BYTES:
+            return self._error(f"RX queue {rxq.n}: reassembled completion {cpl} for no buffer")
+        data = reasm_model.rebuild(buf.read(0, cpl.reasm_start + cpl.len), cpl.reasm_start, cpl.len,
+                                   cpl.reasm_ecn, cpl.reasm_df)
+        self._reasm_repost.append(cpl.index)
+        self.stats["rx_reassembled"] += 1
+        rxq.packets.put_nowait(RxPacket(
+            data=data, queue=rxq.n, port=cpl.port, csum=cpl.csum, rss_hash=cpl.rss_hash if cpl.rss_valid else None,
+            rss_type=(cpl.rss_type & 15) if cpl.rss_valid else None, status=cpl.status, cpl_time=now_ns(),
+            index=cpl.index, length=cpl.len, reassembled=True))
+
     def _on_rx_cpl(self, rxq: _Produced, cpl: Completion) -> None:
+        if cpl.reassembled:
+            return self._on_reasm_cpl(rxq, cpl)
         self.stats[f"rx_{cpl.status_name}"] += 1
         if rings.used(rxq.prod, rxq.clean) == 0:
             return self._error(f"RX queue {rxq.n}: completion {cpl} with no buffer posted")
@@ -653,6 +697,8 @@ class OffnicDriver:
                 await cq.regs.write("cons", cq.cons)
                 if cq.kind == "rx" and qs is not None and qs.refill:
                     await self._rx_post(qs)
+                while self._reasm_repost:
+                    await self._reasm_post(self._reasm_repost.pop(0))
             if arm:
                 await cq.regs.write("arm", 1)
             return n

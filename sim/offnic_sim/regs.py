@@ -284,6 +284,53 @@ RSS = BlockType(
     },
 )
 
+REASM = BlockType(
+    name='reasm', type_id=0x0ff10026, version=0x00010000,
+    window_bytes=0x100, doc='IPv4 reassembly offload (docs/frag.md): fragments are placed straight into 64 KiB host buffers the driver posts here, one RX completion per datagram (counters wrap).',
+    regs={
+        'type': Reg('type', 0x00, 'const', 'Block type identifier.', 0xff10026, ()),
+        'version': Reg('version', 0x04, 'const', 'Block layout version (major 31:16, minor 15:0).', 0x10000, ()),
+        'next': Reg('next', 0x08, 'ro', 'Absolute BAR offset of the next block; 0 ends the chain.', None, ()),
+        'control': Reg('control', 0x0c, 'rw', 'Reassembly on or off.', 0x0, (Field('enable', 0, 1, 'Reassemble (off: fragments go to the host like any frame).'), )),
+        'timeout_us': Reg('timeout_us', 0x10, 'rw', 'A datagram is dropped this long after its first fragment (1..4,000,000 us; default 1 ms, docs/frag.md).', 0x3e8, ()),
+        'tick_cycles': Reg('tick_cycles', 0x14, 'rw', 'Core clock cycles per microsecond.', 0xfa, ()),
+        'max_frags': Reg('max_frags', 0x18, 'rw', "Fragments per datagram at most (255: no cap below Linux's own).", 0xff, ()),
+        'max_bytes': Reg('max_bytes', 0x1c, 'rw', 'Payload bytes held over all contexts at most; the oldest datagrams are evicted (0xffffff: no cap).', 0xffffff, ()),
+        'hash_key_0': Reg('hash_key_0', 0x20, 'rw', 'Context hash key bits 127:96 of 128 (the key is bits 127:9).', 0x6d5a56da, ()),
+        'hash_key_1': Reg('hash_key_1', 0x24, 'rw', 'Context hash key bits 95:64 of 128 (the key is bits 127:9).', 0x255b0ec2, ()),
+        'hash_key_2': Reg('hash_key_2', 0x28, 'rw', 'Context hash key bits 63:32 of 128 (the key is bits 127:9).', 0x4167253d, ()),
+        'hash_key_3': Reg('hash_key_3', 0x2c, 'rw', 'Context hash key bits 31:0 of 128 (the key is bits 127:9).', 0x43a38e00, ()),
+        'buf_addr_lo': Reg('buf_addr_lo', 0x30, 'rw', 'Address of the buffer buf_post gives, bits 31:0.', 0x0, ()),
+        'buf_addr_hi': Reg('buf_addr_hi', 0x34, 'rw', 'Bits 63:32.', 0x0, ()),
+        'buf_post': Reg('buf_post', 0x38, 'wstrobe', 'Give the buffer at buf_addr_* to the pool under an id (a completion names it).', None, (Field('id', 0, 16, 'Buffer id, below `buffers`.'), )),
+        'contexts': Reg('contexts', 0x3c, 'const', 'Reassembly contexts.', 0x40, ()),
+        'buffers': Reg('buffers', 0x40, 'const', 'Buffer ids (0 .. buffers-1).', 0x100, ()),
+        'open': Reg('open', 0x44, 'ro', 'Contexts in use.', None, ()),
+        'bytes_held': Reg('bytes_held', 0x48, 'ro', 'Payload bytes held in open contexts.', None, ()),
+        'pool': Reg('pool', 0x4c, 'ro', 'Buffers in the pool.', None, ()),
+        'fragments': Reg('fragments', 0x50, 'ro', 'Fragments that reached a context (Linux: ReasmReqds).', None, ()),
+        'reassembled': Reg('reassembled', 0x54, 'ro', 'Datagrams reassembled and completed (ReasmOKs).', None, ()),
+        'queued': Reg('queued', 0x58, 'ro', 'Fragments placed, datagram still incomplete.', None, ()),
+        'duplicate': Reg('duplicate', 0x5c, 'ro', 'Fragments inside data already held: ignored, the datagram kept.', None, ()),
+        'trimmed': Reg('trimmed', 0x60, 'ro', 'Non-last fragments whose payload was cut to a multiple of 8 bytes (as Linux).', None, ()),
+        'overlap': Reg('overlap', 0x64, 'ro', 'Datagrams dropped for an overlap (RFC 5722; ReasmOverlaps).', None, ()),
+        'bad_last': Reg('bad_last', 0x68, 'ro', 'Datagrams dropped: a last fragment before held data or with another end.', None, ()),
+        'beyond_end': Reg('beyond_end', 0x6c, 'ro', 'Datagrams dropped: data past the end a last fragment set.', None, ()),
+        'empty': Reg('empty', 0x70, 'ro', 'Datagrams dropped: a fragment with no payload.', None, ()),
+        'oversize': Reg('oversize', 0x74, 'ro', 'Datagrams dropped: longer than 65,535 bytes (ping of death).', None, ()),
+        'ecn_mix': Reg('ecn_mix', 0x78, 'ro', 'Datagrams dropped: Not-ECT fragments mixed with ECT/CE (RFC 3168).', None, ()),
+        'too_many_frags': Reg('too_many_frags', 0x7c, 'ro', 'Datagrams dropped: more fragments than max_frags.', None, ()),
+        'timeout': Reg('timeout', 0x80, 'ro', 'Datagrams dropped when their timer ran out (ReasmTimeout).', None, ()),
+        'evicted': Reg('evicted', 0x84, 'ro', 'Datagrams dropped, oldest first, to keep bytes_held under max_bytes.', None, ()),
+        'bypassed': Reg('bypassed', 0x88, 'ro', 'Fragments sent to the host unchanged: no free context or buffer, or their bucket bypasses.', None, ()),
+        'bad_header': Reg('bad_header', 0x8c, 'ro', 'Fragments dropped: version, header length or total length wrong.', None, ()),
+        'bad_checksum': Reg('bad_checksum', 0x90, 'ro', 'Fragments dropped: IP header checksum wrong.', None, ()),
+        'truncated': Reg('truncated', 0x94, 'ro', 'Fragments dropped: total length beyond the frame.', None, ()),
+        'post_dropped': Reg('post_dropped', 0x98, 'ro', 'Buffer posts ignored: the pool was full (an id posted twice).', None, ()),
+        'cpl_lost': Reg('cpl_lost', 0x9c, 'ro', 'Reassembled datagrams not completed: their RX queue was disabled or its CQ full (buffer back to the pool).', None, ()),
+    },
+)
+
 CACHE = BlockType(
     name='cache', type_id=0x0ff10025, version=0x00010000,
     window_bytes=0x80, doc="The payload cache (docs/cache.md): its size per tier (the seed's nic_cache_init) and what it did (counters wrap).",
@@ -311,4 +358,4 @@ CACHE = BlockType(
 )
 
 # Every block type by type id, for regblocks.discover().
-BLOCKS = {b.type_id: b for b in (DEVICE_ID, CLOCK, BAR_ACCESS, TX_QUEUES, RX_QUEUES, TX_CQS, RX_CQS, EQS, MSIX, ETH_PORT, DMA, TX_ENGINE, RX_ENGINE, RSS, CACHE,)}
+BLOCKS = {b.type_id: b for b in (DEVICE_ID, CLOCK, BAR_ACCESS, TX_QUEUES, RX_QUEUES, TX_CQS, RX_CQS, EQS, MSIX, ETH_PORT, DMA, TX_ENGINE, RX_ENGINE, RSS, REASM, CACHE,)}

@@ -51,6 +51,7 @@ STATUS_NAMES = {OK: "ok", DMA_ERROR: "dma_error", BAD_DESC: "bad_desc", TOO_LONG
 CPL_PORT = 0x01        # port the frame left or arrived on
 CPL_CSUM_VALID = 0x02  # RX: csum is valid
 CPL_RSS_VALID = 0x04   # RX: rss_hash / rss_type are valid
+CPL_REASSEMBLED = 0x08  # RX: a datagram the NIC reassembled; index = its buffer id (docs/frag.md)
 PHASE = 0x80           # completions and events: the phase bit
 FLAGS_BYTE = 7         # where the phase bit lives, in completions and events alike
 
@@ -118,6 +119,23 @@ class Completion:
     @property
     def port(self) -> int:
         return self.flags & CPL_PORT
+
+    @property
+    def reassembled(self) -> bool:
+        return bool(self.flags & CPL_REASSEMBLED)
+
+    @property
+    def reasm_start(self) -> int:
+        """Reassembled: where the frame starts in its buffer (byte 15 bits 7:1)."""
+        return self.reserved >> 1
+
+    @property
+    def reasm_ecn(self) -> int:
+        return (self.rss_type >> 4) & 3
+
+    @property
+    def reasm_df(self) -> bool:
+        return bool(self.rss_type & 0x40)
 
     @property
     def csum_valid(self) -> bool:

@@ -16,6 +16,8 @@ class CplReq(queueBits: Int) extends Bundle {
   val hash = UInt(32.W)
   val csum = UInt(16.W)
   val rssType = UInt(8.W)
+  /** Byte 15 bits 7:1 (RX, reassembled datagrams: where the frame starts in the buffer). */
+  val extra = UInt(7.W)
 }
 
 /** A completion queue's registers. */
@@ -177,7 +179,7 @@ class CplWriter(val p: NicParams) extends Module {
     hostAddr := eq(eIdx).base + (slotOf(eprod(eIdx), eq(eIdx).logSize) << 4)
   }.otherwise {
     val ph = phaseOf(prod(cIdx), cq(cIdx).logSize)
-    record := Cat(0.U(7.W), req.len(16), req.rssType, req.csum, req.hash, ph, req.flags, req.status, req.len(15, 0), req.index,
+    record := Cat(req.extra, req.len(16), req.rssType, req.csum, req.hash, ph, req.flags, req.status, req.len(15, 0), req.index,
       req.queue.pad(16))
     hostAddr := cq(cIdx).base + (slotOf(prod(cIdx), cq(cIdx).logSize) << 4)
   }

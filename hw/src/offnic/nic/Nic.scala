@@ -52,14 +52,15 @@ class Nic(val c: DeviceRegsParams, val p: NicParams, val portMbps: Seq[Int]) ext
     RegMap.DeviceId -> 0, RegMap.Clock -> 0, RegMap.BarAccess -> 0, RegMap.Dma -> 0,
     RegMap.TxQueues -> p.txQueues, RegMap.RxQueues -> p.rxQueues, RegMap.TxCqs -> p.txQueues,
     RegMap.RxCqs -> p.rxQueues, RegMap.Eqs -> p.eqs, RegMap.Msix -> p.eqs, RegMap.TxEngine -> 0,
-    RegMap.RxEngine -> 0, RegMap.Rss -> 0, RegMap.EthPort -> 0, RegMap.EthPort -> 0, RegMap.Cache -> 0)
+    RegMap.RxEngine -> 0, RegMap.Rss -> 0, RegMap.EthPort -> 0, RegMap.EthPort -> 0, RegMap.Cache -> 0,
+    RegMap.Reasm -> 0)
   private val blocks = chain.zip(RegBus.layout(chain.map(_._1))).map { case ((t, n), (base, next)) =>
     Module(new RegBlock(t, base, next, c.addrBits, n))
   }
   private val bridge = Module(new AxilRegBridge(c.addrBits))
   bridge.s_axil <> bar.m_axil
   RegBus.fanOut(bridge.reg, blocks.map(_.bus))
-  private val Seq(devB, clkB, barB, dmaB, txqB, rxqB, txcqB, rxcqB, eqB, msixB, txeB, rxeB, rssB, port0B, port1B, cacheB) = blocks
+  private val Seq(devB, clkB, barB, dmaB, txqB, rxqB, txcqB, rxcqB, eqB, msixB, txeB, rxeB, rssB, port0B, port1B, cacheB, reasmB) = blocks
 
   DeviceRegs.driveDeviceId(devB.hw, c)
   DeviceRegs.driveClock(clkB.hw, c)
@@ -204,6 +205,22 @@ class Nic(val c: DeviceRegsParams, val p: NicParams, val portMbps: Seq[Int]) ext
   rx.cfg_rss.indirWrite.bits.index := indir.bits(15, 0)
   rx.cfg_rss.indirWrite.bits.queue := indir.bits(23, 16)
   rssB.hw.value("table_size") := 128.U
+  require(p.reasmContexts == 64 && p.reasmBuffers == 256, "reasm.contexts/buffers are constants of the register map")
+  rx.cfg_reasm.enable := reasmB.hw.value("control")(0)
+  rx.cfg_reasm.timeoutUs := reasmB.hw.value("timeout_us")(23, 0)
+  rx.cfg_reasm.tickCycles := reasmB.hw.value("tick_cycles")(15, 0)
+  rx.cfg_reasm.maxFrags := reasmB.hw.value("max_frags")(7, 0)
+  rx.cfg_reasm.maxBytes := reasmB.hw.value("max_bytes")(23, 0)
+  private val reasmKey = Cat((0 until 4).map(k => reasmB.hw.value(s"hash_key_$k")))
+  rx.cfg_reasm.hashKey := reasmKey(127, 9)
+  private val reasmPost = reasmB.hw.strobe("buf_post")
+  rx.cfg_reasm.post.valid := reasmPost.valid && reasmPost.bits(15, 8) === 0.U // ids beyond `buffers`: ignored
+  rx.cfg_reasm.post.bits.id := reasmPost.bits(7, 0)
+  rx.cfg_reasm.post.bits.addr := Cat(reasmB.hw.value("buf_addr_hi"), reasmB.hw.value("buf_addr_lo"))
+  for (((name, _), i) <- RegMap.ReasmCounters.zipWithIndex) reasmB.hw.value(name) := rx.reasm_counters(i)
+  reasmB.hw.value("open") := rx.reasm_status(0)
+  reasmB.hw.value("bytes_held") := rx.reasm_status(1)
+  reasmB.hw.value("pool") := rx.reasm_status(2)
 
   // ---- DMA request arbitration and status routing
   private val rdArb = Module(new RRArbiter(new DmaDesc(RamAddrBits), 4))

@@ -31,6 +31,8 @@ case class NicParams(
     maxRxFrame: Int = 9216,
     ports: Int = 2,
     cplSlots: Int = 64,
+    reasmContexts: Int = 64,
+    reasmBuffers: Int = 256,
     txSlots: Int = 64,
     usCycles: Int = 250,
     coreFreqKhz: Int = 250000,

@@ -3,7 +3,7 @@ package offnic.nic
 import chisel3._
 import chisel3.util._
 import offnic.axis.{AxisArbiter, AxisIO, AxisParams, ArbiterMode}
-import offnic.offload.{RssHash, RssHashType, RxChecksum}
+import offnic.offload.{Reassembler, ReasmAction, ReasmStat, RssHash, RssHashType, RxChecksum}
 import offnic.pcie.{DmaDesc, DmaRamWrite, DmaStatus}
 
 /** RSS configuration from the `rss` register block. */
@@ -17,6 +17,20 @@ class RssCfg(queueBits: Int) extends Bundle {
   val indirWrite = Valid(new Bundle {
     val index = UInt(16.W)
     val queue = UInt(8.W)
+  })
+}
+
+/** The reassembler's configuration from the `reasm` register block. */
+class ReasmCfg(bufIdBits: Int) extends Bundle {
+  val enable = Bool()
+  val timeoutUs = UInt(24.W)
+  val tickCycles = UInt(16.W)
+  val maxFrags = UInt(8.W)
+  val maxBytes = UInt(24.W)
+  val hashKey = UInt(119.W)
+  val post = Valid(new Bundle {
+    val id = UInt(bufIdBits.W)
+    val addr = UInt(64.W)
   })
 }
 
@@ -36,6 +50,15 @@ class RssCfg(queueBits: Int) extends Bundle {
   * fetched are waited for. Otherwise it takes the descriptor; a
   * frame longer than the buffer completes TOO_LONG without a write. The completion request
   * follows the data write into the DMA engine, so the host sees the data first.
+  *
+  * IPv4 fragments (docs/frag.md): the [[Reassembler]] after RSS gives each frame a verdict.
+  * Host: as above. Drop: released. Place: the verdict's part of the frame is written to
+  * its reassembly buffer (no descriptor taken); the fragment that completes a datagram is
+  * followed by one completion for the whole datagram on the frame's queue's CQ (flags bit
+  * 3; `index` the buffer id, `len` the frame length, `csum` the IP payload's sum, rss_type
+  * bits 5:4 the ECN bits and 6 DF for the driver's header fix-up, byte 15 bits 7:1 where
+  * the frame starts in the buffer). A datagram whose queue is off or CQ full is not
+  * written: its buffer goes back to the pool (counted `cpl_lost`).
   */
 class RxEngine(val p: NicParams) extends Module {
   import NicParams._
@@ -60,6 +83,11 @@ class RxEngine(val p: NicParams) extends Module {
   val stat_drop_cq_full = IO(Output(Bool()))
   val stat_too_long = IO(Output(Bool()))
   val stat_dma_error = IO(Output(Bool()))
+  val cfg_reasm = IO(Input(new ReasmCfg(log2Ceil(p.reasmBuffers))))
+  /** The reassembler's counters (ReasmStat order), then cpl_lost; its open contexts,
+    * bytes held, buffers in the pool. */
+  val reasm_counters = IO(Output(Vec(ReasmStat.maxId + 1, UInt(32.W))))
+  val reasm_status = IO(Output(Vec(3, UInt(32.W))))
 
   // ---- Ports -> checksum -> RSS
   private val arb = Module(new AxisArbiter(axisP, 2, ArbiterMode.RoundRobin, tagSource = true))
@@ -77,6 +105,22 @@ class RxEngine(val p: NicParams) extends Module {
   rss.cfg_indir_wr_en := cfg_rss.indirWrite.valid && cfg_rss.indirWrite.bits.index(15, 7) === 0.U
   rss.cfg_indir_addr := cfg_rss.indirWrite.bits.index(6, 0)
   rss.cfg_indir_data := cfg_rss.indirWrite.bits.queue
+
+  // ---- Reassembly verdicts
+  private val reasm = Module(new Reassembler(p.reasmContexts, p.reasmBuffers, 256, arb.out))
+  reasm.s_axis <> rss.m_axis
+  reasm.cfg_enable := cfg_reasm.enable
+  reasm.cfg_timeout_us := cfg_reasm.timeoutUs
+  reasm.cfg_tick_cycles := cfg_reasm.tickCycles
+  reasm.cfg_max_frags := cfg_reasm.maxFrags
+  reasm.cfg_max_bytes := cfg_reasm.maxBytes
+  reasm.cfg_hash_key := cfg_reasm.hashKey
+  reasm.buf_post.valid := cfg_reasm.post.valid
+  reasm.buf_post.bits.id := cfg_reasm.post.bits.id
+  reasm.buf_post.bits.addr := cfg_reasm.post.bits.addr
+  private val cplLost = RegInit(0.U(32.W))
+  reasm_counters := VecInit(reasm.counters :+ cplLost)
+  reasm_status := VecInit(reasm.status.open.pad(32), reasm.status.bytes.pad(32), reasm.status.pool.pad(32))
 
   // ---- Writer: frames into the RX RAM ring
   class Frame extends Bundle {
@@ -100,7 +144,7 @@ class RxEngine(val p: NicParams) extends Module {
   private val beats = Reg(UInt(10.W))
   private val len = Reg(UInt(17.W))
   private val cut = Reg(Bool())
-  private val in = rss.m_axis
+  private val in = reasm.m_axis
   private val maxBeats = p.maxRxFrame / 32
   in.tready := (inFrame || room) && (!in.tlast || frames.io.enq.ready)
   private val take = in.fire
@@ -146,6 +190,10 @@ class RxEngine(val p: NicParams) extends Module {
   private val curType = Reg(UInt(RssHashType.Width.W))
   private val curStatus = Reg(UInt(8.W))
   private val descHalf = Reg(Bool())
+  private val vd = reasm.m_verdict
+  private val curPlace = Reg(Bool())
+  private val curComplete = Reg(Bool())
+  private val curV = Reg(chiselTypeOf(vd.bits))
   class Release extends Bundle {
     val end = UInt(16.W)
     val afterWrite = Bool()
@@ -166,16 +214,25 @@ class RxEngine(val p: NicParams) extends Module {
   // The host has posted buffers the fetcher has not brought in yet: wait for them (about
   // one host read latency) rather than drop; the ports' FIFOs absorb the pause.
   private val fetchPending = qOn && queues.avail(qSel) === 0.U && queues.cfg(qSel).prod =/= queues.cons(qSel)
-  private val ready = frames.io.deq.valid && csum.m_axis_csum.tvalid && rss.m_axis_rss.tvalid &&
-    releases.io.enq.ready && ds === D.Idle && !fetchPending
-  private val dropDisabled = !qOn
-  private val dropNoDesc = qOn && queues.avail(qSel) === 0.U
-  private val dropCqFull = qOn && queues.avail(qSel) =/= 0.U && !queues.cq_room(qSel)
-  private val drop = dropDisabled || dropNoDesc || dropCqFull
+  private val vHost = vd.bits.action === ReasmAction.Host.U
+  private val vPlace = vd.bits.action === ReasmAction.Place.U
+  private val vComplete = vPlace && vd.bits.complete
+  private val ready = frames.io.deq.valid && csum.m_axis_csum.tvalid && rss.m_axis_rss.tvalid && vd.valid &&
+    releases.io.enq.ready && ds === D.Idle && !(vHost && fetchPending)
+  private val dropDisabled = vHost && !qOn
+  private val dropNoDesc = vHost && qOn && queues.avail(qSel) === 0.U
+  private val dropCqFull = vHost && qOn && queues.avail(qSel) =/= 0.U && !queues.cq_room(qSel)
+  // A reassembled datagram needs its queue on and room in its CQ, else its buffer returns.
+  private val lost = vComplete && (!qOn || !queues.cq_room(qSel))
+  private val drop = dropDisabled || dropNoDesc || dropCqFull || (!vHost && !vPlace) || lost
   private val hdWords = Mux(hd.cut, maxBeats.U, hd.len(13, 5) +& (hd.len(4, 0) =/= 0.U)) // uncut: len <= maxRxFrame
   private val hdEnd = hd.start + Cat(hdWords, 0.U(5.W))
 
   frames.io.deq.ready := ready
+  vd.ready := ready
+  reasm.buf_return.valid := ready && lost
+  reasm.buf_return.bits := vd.bits.bufId
+  when(ready && lost) { cplLost := cplLost + 1.U }
   csum.m_axis_csum.tready := ready
   rss.m_axis_rss.tready := ready
   releases.io.enq.valid := false.B
@@ -208,8 +265,15 @@ class RxEngine(val p: NicParams) extends Module {
     curType := rType
     descHalf := du
     endReg := hdEnd
+    curPlace := vPlace
+    curComplete := vComplete
+    curV := vd.bits
     when(drop) {
       releases.io.enq.valid := true.B
+    }.elsewhen(vPlace) {
+      // Into the reassembly buffer: no descriptor; a CQ slot for the datagram's completion.
+      queues.reserve.valid := vComplete
+      ds := D.Data
     }.otherwise {
       queues.desc_rd.en := true.B
       queues.consume.valid := true.B
@@ -222,9 +286,9 @@ class RxEngine(val p: NicParams) extends Module {
   private val bufAddr = Reg(UInt(64.W))
   private val cplQ = Module(new Queue(new CplReq(p.queueBits), 4))
   m_wr_desc.valid := ds === D.Data && cplQ.io.enq.ready
-  m_wr_desc.bits.host_addr := bufAddr
-  m_wr_desc.bits.ram_addr := RxRamBase.U + cur.start
-  m_wr_desc.bits.len := cur.len
+  m_wr_desc.bits.host_addr := Mux(curPlace, curV.hostAddr, bufAddr)
+  m_wr_desc.bits.ram_addr := RxRamBase.U + cur.start + Mux(curPlace, curV.ramOffset, 0.U)
+  m_wr_desc.bits.len := Mux(curPlace, curV.len, cur.len)
   m_wr_desc.bits.tag := 0.U
   stat_too_long := false.B
   switch(ds) {
@@ -258,18 +322,19 @@ class RxEngine(val p: NicParams) extends Module {
   }
   m_cpl <> cplQ.io.deq
   private val cplOut = cplQ.io.enq
-  cplOut.valid := ds === D.Cpl || m_wr_desc.fire
+  cplOut.valid := ds === D.Cpl || (m_wr_desc.fire && (!curPlace || curComplete))
   cplOut.bits.rx := true.B
   cplOut.bits.queue := curQ
-  cplOut.bits.index := curIdx
-  cplOut.bits.len := Mux(cur.len > 65535.U, 65535.U, cur.len)(15, 0)
-  cplOut.bits.status := curStatus
-  cplOut.bits.flags := Cat(curType =/= 0.U, true.B, cur.port)
+  cplOut.bits.index := Mux(curPlace, curV.bufId, curIdx)
+  cplOut.bits.len := Mux(curPlace, curV.frameLen, Mux(cur.len > 65535.U, 65535.U, cur.len))
+  cplOut.bits.status := Mux(curPlace, CplStatus.Ok.U, curStatus)
+  cplOut.bits.flags := Cat(curPlace, curType =/= 0.U, true.B, cur.port)
   cplOut.bits.hash := curHash
-  cplOut.bits.csum := curCsum
-  cplOut.bits.rssType := curType
+  cplOut.bits.csum := Mux(curPlace, curV.csum, curCsum)
+  cplOut.bits.rssType := Mux(curPlace, Cat(0.U(1.W), curV.df, curV.ecn, curType), curType)
+  cplOut.bits.extra := Mux(curPlace, curV.start, 0.U)
   stat_packet.valid := cplOut.fire && curStatus === CplStatus.Ok.U
-  stat_packet.bits := cur.len(15, 0)
+  stat_packet.bits := Mux(curPlace, curV.frameLen, cur.len)(15, 0)
 
   // ---- Release RX RAM in frame order
   private val credits = RegInit(0.U(7.W))

@@ -355,6 +355,7 @@ class TxEngine(val p: NicParams, cacheBytes: Long) extends Module {
     c.bits.hash := 0.U
     c.bits.csum := 0.U
     c.bits.rssType := 0.U
+    c.bits.extra := 0.U
     freed(pt) := false.B
     dmaErr(pt) := false.B
     sent(pt).valid := false.B

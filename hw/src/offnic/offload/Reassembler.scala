@@ -110,6 +110,8 @@ class Reassembler(val contexts: Int = 64, val buffers: Int = 256, val buckets: I
     val id = UInt(bb.W)
     val addr = UInt(64.W)
   })))
+  /** A delivered buffer the RX engine could not complete (queue off, CQ full): back to the pool. */
+  val buf_return = IO(Flipped(Valid(UInt(bb.W))))
   val counters = IO(Output(Vec(ReasmStat.maxId, UInt(32.W))))
   /** Contexts open, payload bytes held, buffers in the pool. */
   val status = IO(Output(new Bundle {
@@ -148,13 +150,17 @@ class Reassembler(val contexts: Int = 64, val buffers: Int = 256, val buckets: I
   giveBack.valid := false.B
   giveBack.bits := DontCare
   when(buf_post.valid) { bufAddr.write(buf_post.bits.id, buf_post.bits.addr) }
-  // A post always wins the queue's input; the engine gives a buffer back only in a cycle
-  // without a post (giveBackOk), so nothing is lost but a post the queue has no room for
-  // (a driver posting an id twice): counted.
-  freeIds.io.enq.valid := buf_post.valid || giveBack.valid
-  freeIds.io.enq.bits := Mux(buf_post.valid, buf_post.bits.id, giveBack.bits)
+  // A post always wins the queue's input, then a return (held in a small queue), then the
+  // engine's own give-back (only in a cycle with neither: giveBackOk). Nothing is lost but
+  // a post the queue has no room for (a driver posting an id twice): counted.
+  private val returns = Module(new Queue(UInt(bb.W), 4))
+  returns.io.enq.valid := buf_return.valid // at most one per completion: never more than 4 waiting
+  returns.io.enq.bits := buf_return.bits
+  returns.io.deq.ready := !buf_post.valid
+  freeIds.io.enq.valid := buf_post.valid || returns.io.deq.valid || giveBack.valid
+  freeIds.io.enq.bits := Mux(buf_post.valid, buf_post.bits.id, Mux(returns.io.deq.valid, returns.io.deq.bits, giveBack.bits))
   when(buf_post.valid && !freeIds.io.enq.ready) { count(ReasmStat.PostDropped) }
-  private val giveBackOk = !buf_post.valid
+  private val giveBackOk = !buf_post.valid && !returns.io.deq.valid
   freeIds.io.deq.ready := false.B
 
   // ---- Bypass buckets: expiry times, valid bits swept clean as they pass.

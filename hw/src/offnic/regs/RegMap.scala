@@ -283,8 +283,62 @@ object RegMap {
     )
   )
 
+  /** The reassembler's Toeplitz key (119 bits, key_0 bits 31:0 = key bits 118:87 MSB first,
+    * ...): the reset value is the first 119 bits of Microsoft's RSS key; drivers should
+    * write a random one (reasm_model.DEFAULT_HASH_KEY is the same). */
+  val ReasmKeyDefault: BigInt = BigInt(RssDefaultKey.map(b => f"$b%02x").mkString, 16) >> (320 - 119)
+
+  /** The reassembler's counters, in the order of offload.ReasmStat, then the RX engine's. */
+  val ReasmCounters: Seq[(String, String)] = Seq(
+    "fragments" -> "Fragments that reached a context (Linux: ReasmReqds).",
+    "reassembled" -> "Datagrams reassembled and completed (ReasmOKs).",
+    "queued" -> "Fragments placed, datagram still incomplete.",
+    "duplicate" -> "Fragments inside data already held: ignored, the datagram kept.",
+    "trimmed" -> "Non-last fragments whose payload was cut to a multiple of 8 bytes (as Linux).",
+    "overlap" -> "Datagrams dropped for an overlap (RFC 5722; ReasmOverlaps).",
+    "bad_last" -> "Datagrams dropped: a last fragment before held data or with another end.",
+    "beyond_end" -> "Datagrams dropped: data past the end a last fragment set.",
+    "empty" -> "Datagrams dropped: a fragment with no payload.",
+    "oversize" -> "Datagrams dropped: longer than 65,535 bytes (ping of death).",
+    "ecn_mix" -> "Datagrams dropped: Not-ECT fragments mixed with ECT/CE (RFC 3168).",
+    "too_many_frags" -> "Datagrams dropped: more fragments than max_frags.",
+    "timeout" -> "Datagrams dropped when their timer ran out (ReasmTimeout).",
+    "evicted" -> "Datagrams dropped, oldest first, to keep bytes_held under max_bytes.",
+    "bypassed" -> "Fragments sent to the host unchanged: no free context or buffer, or their bucket bypasses.",
+    "bad_header" -> "Fragments dropped: version, header length or total length wrong.",
+    "bad_checksum" -> "Fragments dropped: IP header checksum wrong.",
+    "truncated" -> "Fragments dropped: total length beyond the frame.",
+    "post_dropped" -> "Buffer posts ignored: the pool was full (an id posted twice).",
+    "cpl_lost" -> "Reassembled datagrams not completed: their RX queue was disabled or its CQ full (buffer back to the pool)."
+  )
+
+  val Reasm = BlockType(
+    "reasm", 0x0ff10026L, 0x00010000L,
+    "IPv4 reassembly offload (docs/frag.md): fragments are placed straight into 64 KiB host buffers the " +
+      "driver posts here, one RX completion per datagram (counters wrap).",
+    Seq(
+      Reg("control", 0x0c, RW(0), "Reassembly on or off.",
+        Seq(Field("enable", 0, 1, "Reassemble (off: fragments go to the host like any frame)."))),
+      Reg("timeout_us", 0x10, RW(1000), "A datagram is dropped this long after its first fragment (1..4,000,000 us; default 1 ms, docs/frag.md)."),
+      Reg("tick_cycles", 0x14, RW(250), "Core clock cycles per microsecond."),
+      Reg("max_frags", 0x18, RW(255), "Fragments per datagram at most (255: no cap below Linux's own)."),
+      Reg("max_bytes", 0x1c, RW(0xffffff), "Payload bytes held over all contexts at most; the oldest datagrams are evicted (0xffffff: no cap).")
+    ) ++ (0 until 4).map(k => Reg(s"hash_key_$k", 0x20 + 4 * k, RW((ReasmKeyDefault << 9 >> (96 - 32 * k)) & 0xffffffffL),
+      s"Context hash key bits ${127 - 32 * k}:${96 - 32 * k} of 128 (the key is bits 127:9).")) ++ Seq(
+      Reg("buf_addr_lo", 0x30, RW(0), "Address of the buffer buf_post gives, bits 31:0."),
+      Reg("buf_addr_hi", 0x34, RW(0), "Bits 63:32."),
+      Reg("buf_post", 0x38, WStrobe, "Give the buffer at buf_addr_* to the pool under an id (a completion names it).",
+        Seq(Field("id", 0, 16, "Buffer id, below `buffers`."))),
+      Reg("contexts", 0x3c, Const(64), "Reassembly contexts."),
+      Reg("buffers", 0x40, Const(256), "Buffer ids (0 .. buffers-1)."),
+      ro("open", 0x44, "Contexts in use."),
+      ro("bytes_held", 0x48, "Payload bytes held in open contexts."),
+      ro("pool", 0x4c, "Buffers in the pool.")
+    ) ++ ReasmCounters.zipWithIndex.map { case ((n, d), i) => ro(n, 0x50 + 4 * i, d) }
+  )
+
   /** Every block type, in the order the documentation lists them. */
   val blocks: Seq[BlockType] = Seq(DeviceId, Clock, BarAccess, TxQueues, RxQueues, TxCqs, RxCqs, Eqs, Msix,
-    EthPort, Dma, TxEngine, RxEngine, Rss, Cache)
+    EthPort, Dma, TxEngine, RxEngine, Rss, Reasm, Cache)
   require(blocks.map(_.typeId).distinct.size == blocks.size, "two block types share a type id")
 }
