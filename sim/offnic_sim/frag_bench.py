@@ -10,6 +10,17 @@ window after a settle time: fragments on the wire and their bytes (with FCS), so
 the wire, % of 25G counting 20 B of preamble and gap per frame, and goodput = the UDP
 payload the window's fragments carry (their IP payload less each datagram's UDP header)
 over the window. Every fragment is compared with `ipfrag.fragment()` of the datagram.
+
+RX cases (the Reassembler, docs/frag.md): port 0 receives 64 KB datagrams cut by
+`ipfrag.fragment()` back to back at 25G (each datagram a new identification), RX queue 0
+(1,024 buffers of 9,216 B, interrupt moderation 8 completions / 5 us), 64 reassembly
+buffers. With the offload the driver gets one completion per datagram; without, every
+fragment and the host stack (`ipfrag.Reassembler`, Linux's rules) reassembles. In the
+window: UDP payload of the datagrams delivered (Gb/s), completions and interrupts per MB
+delivered. `flood`: one never-completed fragment (a new key each) every 20 good frames:
+contexts run out and good datagrams continue through the host path; every one must
+still arrive. Latency: one datagram at a time, from its last fragment leaving the
+simulated link (XgmiiSource idle) to the driver taking the completion (moderation off).
 """
 from __future__ import annotations
 
@@ -134,14 +145,143 @@ class FragBench:
                 "frag_datagrams": c1["frag_datagrams"] - c0["frag_datagrams"],
                 "frag_fragments": c1["frag_fragments"] - c0["frag_fragments"], "datagrams_sent": sent}
 
+    # ------------------------------------------------------------------ RX: reassembly
+    async def rx_setup(self) -> None:
+        drv = self.drv
+        await drv.set_rss(enable=False)
+        await drv.set_default_queue(port=0, q=0)
+        await drv.open_rx_queue(0, size=1024, buf_size=9216, mod_count=8, mod_time_us=5)
+        await drv.enable_reasm(64)
+        await Timer(40, "us")  # the reassembler clears its bitmaps for 33 us after reset
+        self.host_stack = ipfrag.Reassembler(max_dist=0)
+
+    def rx_datagrams(self, mtu: int, payload: int, n: int) -> list[tuple[bytes, list[bytes]]]:
+        out = []
+        for k in range(n):
+            src, dst = bytes([10, 0, 1, 1]), bytes([10, 0, 1, 2])
+            d = ipfrag.udp_datagram(src, dst, 40000, 9, self.rng.randbytes(payload), (self.ident + k) & 0xFFFF)
+            out.append((d, [ETH + f for f in ipfrag.fragment(d, mtu)]))
+        self.ident += n
+        return out
+
+    def _rx_take(self, pkts, got: list) -> None:
+        for p in pkts:
+            ds = [p.data[14:]] if p.reassembled else self.host_stack.push(p.data[14:])
+            got += [(d, p.cpl_time) for d in ds]
+
+    async def _rx_drain(self, got: list, idle_us: float = 6.0) -> int:
+        n, pkts, quiet = 0, 0, 0.0
+        while quiet < idle_us:
+            await Timer(1, "us")
+            new = []
+            while self.drv.rx_pending(0):
+                new.append(await self.drv.recv(0))
+            pkts += len(new)
+            self._rx_take(new, got)
+            quiet = 0.0 if new else quiet + 1.0
+        return pkts
+
+    async def rx_case(self, mtu: int, payload: int, offload: bool, window_us: float, settle_us: float,
+                      flood: int = 0) -> dict:
+        drv = self.drv
+        await drv.block("reasm").write("control", int(offload))
+        for b in drv.blocks["eth_port"]:
+            await b.write("max_frame_len", 9022)
+        port = self.tb.ports[0]
+        one = self.rx_datagrams(mtu, payload, 1)[0][1]
+        per = len(one)
+        wire_ns = sum((max(len(f), 60) + 4 + WIRE_OVERHEAD) * 8 / LINE_GBPS for f in one)  # one datagram on the wire
+        n = int((settle_us + window_us) * 1000 / wire_ns) + 2
+        dgrams = self.rx_datagrams(mtu, payload, n)
+        frames, flooded = [], 0
+        for d, fs in dgrams:
+            for f in fs:
+                frames.append(f)
+                if flood and len(frames) % (flood + 1) == flood:
+                    # a first fragment of a datagram that never completes, a new key each
+                    src = bytes([10, 9, self.rng.randrange(256), self.rng.randrange(256)])
+                    h = ipfrag.ipv4_header(src, bytes([10, 0, 1, 2]), ipfrag.PROTO_UDP, 64,
+                                           self.rng.randrange(65536), frag_off=ipfrag.IP_MF)
+                    frames.append(ETH + h + self.rng.randbytes(64))
+                    flooded += 1
+        c0, irq0, st0 = await drv.counters("reasm"), sum(drv.irqs.values()), dict(drv.stats)
+        got: list = []
+
+        async def feed():
+            for f in frames:
+                await port.send(f)
+        feeder = cocotb.start_soon(feed())
+        pkts = 0
+        while not feeder.done() or not port.source.idle():
+            await Timer(2, "us")
+            new = []
+            while drv.rx_pending(0):
+                new.append(await drv.recv(0))
+            pkts += len(new)
+            self._rx_take(new, got)
+        await port.source.wait()
+        pkts += await self._rx_drain(got)
+        c1, irq1 = await drv.counters("reasm"), sum(drv.irqs.values())
+        sent = {d: None for d, _ in dgrams}
+        ok = [d for d, _ in got if d in sent]
+        missing = len(sent) - len(set(ok))
+        assert missing == 0 and len(ok) == len(sent), f"RX MTU {mtu}: {missing} datagrams missing, {len(ok) - len(set(ok))} twice"
+        # Goodput between the first and the last delivery (robust to the fixed latency in
+        # front; completion batching by interrupt moderation blurs the ends by < 5 us).
+        times = sorted(t for _, t in got)
+        span = times[-1] - times[0]
+        gbps = (len(times) - 1) * payload * 8 / span if span > 0 else 0.0
+        mb = sum(len(d) - 28 for d, _ in got) / 1e6
+        return {"case": f"rx_mtu{mtu}_{payload + 28}B_{'offload' if offload else 'host'}{'_flood' if flood else ''}",
+                "direction": "rx", "mtu": mtu, "datagram_size": payload + 28, "udp_payload": payload,
+                "offload": offload, "fragments_per_datagram": per, "flood_fragments": flooded,
+                "window_us": round(span / 1000, 1), "datagrams": len(sent),
+                "gbps": round(gbps, 3),
+                # of the most UDP payload a 25G link carries in these fragments
+                "line_rate_pct": round(100 * gbps / (payload * 8 / wire_ns), 2),
+                f"completions_per_mb_{'offload' if offload else 'host'}": round(pkts / mb, 2),
+                "interrupts_per_mb": round((irq1 - irq0) / mb, 2),
+                "reassembled_by_nic": c1["reassembled"] - c0["reassembled"],
+                "bypassed": c1["bypassed"] - c0["bypassed"], "timeouts": c1["timeout"] - c0["timeout"]}
+
+    async def rx_latency(self, mtu: int, payload: int, count: int = 4) -> dict:
+        drv = self.drv
+        await drv.block("reasm").write("control", 1)
+        await drv.set_moderation("rx", 0, count=1, time_us=0)
+        port = self.tb.ports[0]
+        lat = []
+        for d, fs in self.rx_datagrams(mtu, payload, count):
+            for f in fs:
+                await port.send(f)
+            await port.source.wait()
+            t_last = now_ns()
+            p = await drv.recv(0, timeout_us=200)
+            assert p.reassembled and p.data[14:] == d
+            lat.append(p.cpl_time - t_last)
+        await drv.set_moderation("rx", 0, count=8, time_us=5)
+        return {"case": f"rx_latency_mtu{mtu}_{payload + 28}B", "direction": "rx", "mtu": mtu,
+                "datagram_size": payload + 28, "latency_ns": round(sum(lat) / len(lat), 1),
+                "latency_ns_max": round(max(lat), 1), "gbps": None, "line_rate_pct": None}
+
     async def run(self) -> dict:
         await self.setup()
+        self.ident = self.rng.randrange(65536)
         out = []
-        for c in self.cfg["cases"]:
+        rx = []
+        if self.cfg.get("rx_cases"):
+            await self.rx_setup()
+            for c in self.cfg["rx_cases"]:
+                self.progress(phase=f"RX MTU {c['mtu']} {c['payload']} B offload {c['offload']} flood {c.get('flood', 0)}")
+                if c.get("latency"):
+                    rx.append(await self.rx_latency(c["mtu"], c["payload"]))
+                else:
+                    rx.append(await self.rx_case(c["mtu"], c["payload"], c["offload"], c.get("window_us", 60.0),
+                                                 c.get("settle_us", 10.0), c.get("flood", 0)))
+        for c in self.cfg.get("cases", []):
             self.progress(phase=f"MTU {c['mtu']} {c['payload']} B csum {c['csum']}")
             out.append(await self.case(c["mtu"], c["payload"], c["csum"], c.get("window_us", 60.0),
                                        c.get("settle_us", 10.0)))
-        return {"tx": out, "seed": self.cfg.get("seed", 0), "sim_ns": now_ns(),
+        return {"tx": out, "rx": rx, "seed": self.cfg.get("seed", 0), "sim_ns": now_ns(),
                 "wall_s": round(time.monotonic() - self.wall0, 1), "driver_errors": list(self.drv.errors)}
 
 

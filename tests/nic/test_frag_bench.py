@@ -1,7 +1,9 @@
 """`./offnic bench frag` in miniature, so CI keeps it working: frag_bench.py on the whole
-NIC with two short cases (20 KB datagrams at MTU 1500 with checksum offload, at MTU 9000
-without); every fragment is checked against Linux's inside the bench; the records must
-carry what results/bench-frag.json promises, and the plot must be drawn."""
+NIC with two short TX cases (20 KB datagrams at MTU 1500 with checksum offload, at MTU 9000
+without) and three RX cases (20 KB datagrams at MTU 1500 reassembled by the NIC and by the
+host stack, and the latency probe); every fragment and datagram is checked inside the
+bench; the records must carry what results/bench-frag.json promises (the offload's
+completions per MB far below the host path's), and the plot must be drawn."""
 import json
 
 import cocotb
@@ -22,7 +24,10 @@ def test_frag_bench(tmp_path):
     out = tmp_path / "raw.json"
     cases = [{"mtu": 1500, "payload": 20000, "csum": True, "window_us": 20.0, "settle_us": 8.0},
              {"mtu": 9000, "payload": 20000, "csum": False, "window_us": 20.0, "settle_us": 8.0}]
-    run_cocotb(NIC, __name__, bench={"cases": cases, "out": str(out), "seed": 1})
+    rx = [{"mtu": 1500, "payload": 20000, "offload": True, "window_us": 20.0, "settle_us": 8.0},
+          {"mtu": 1500, "payload": 20000, "offload": False, "window_us": 20.0, "settle_us": 8.0},
+          {"mtu": 1500, "payload": 20000, "offload": True, "latency": True}]
+    run_cocotb(NIC, __name__, bench={"cases": cases, "rx_cases": rx, "out": str(out), "seed": 1})
     run = json.loads(out.read_text())
     assert not run["driver_errors"]
     a, b = run["tx"]
@@ -33,5 +38,12 @@ def test_frag_bench(tmp_path):
         assert 0 < r["gbps"] < r["wire_gbps"] <= 25.0 and 0 < r["line_rate_pct"] <= 101, r
         for k in ("case", "mtu", "datagram_size", "gbps", "line_rate_pct"):
             assert k in r
-    frag_report.plot(run["tx"], tmp_path / "frag.png")
+    on, off, lat = run["rx"]
+    assert on["reassembled_by_nic"] == on["datagrams"] and on["bypassed"] == 0, str(on)
+    assert off["reassembled_by_nic"] == 0, off
+    assert 0 < on["completions_per_mb_offload"] * 5 < off["completions_per_mb_host"], (on, off)
+    for r in (on, off):
+        assert 0 < r["gbps"] <= 25.0 and "interrupts_per_mb" in r, r
+    assert lat["latency_ns"] > 0, lat
+    frag_report.plot(run["tx"] + run["rx"], tmp_path / "frag.png")
     assert (tmp_path / "frag.png").stat().st_size > 10_000

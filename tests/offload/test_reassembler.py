@@ -102,7 +102,7 @@ class ReasmTB:
         self.mem: dict[int, bytearray] = {}
         self.base: dict[int, int] = {}
         await self.post(range(buffers))
-        self.now_us = 0
+        await ClockCycles(d.clock, CONTEXTS * 128)  # the bitmaps are cleared after reset
 
     def _pauses(self, p: float):
         while True:

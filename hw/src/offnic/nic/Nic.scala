@@ -213,6 +213,10 @@ class Nic(val c: DeviceRegsParams, val p: NicParams, val portMbps: Seq[Int]) ext
   rx.cfg_reasm.maxBytes := reasmB.hw.value("max_bytes")(23, 0)
   private val reasmKey = Cat((0 until 4).map(k => reasmB.hw.value(s"hash_key_$k")))
   rx.cfg_reasm.hashKey := reasmKey(127, 9)
+  // The key's last 9 register bits and the high bits of the knobs are reserved (read back, unused).
+  private val unused_reasm_bits = WireDefault(Cat(reasmKey(8, 0), reasmB.hw.value("max_bytes")(31, 24),
+    reasmB.hw.value("timeout_us")(31, 24), reasmB.hw.value("tick_cycles")(31, 16), reasmB.hw.value("max_frags")(31, 8)))
+  dontTouch(unused_reasm_bits)
   private val reasmPost = reasmB.hw.strobe("buf_post")
   rx.cfg_reasm.post.valid := reasmPost.valid && reasmPost.bits(15, 8) === 0.U // ids beyond `buffers`: ignored
   rx.cfg_reasm.post.bits.id := reasmPost.bits(7, 0)

@@ -292,12 +292,33 @@ class Reassembler(val contexts: Int = 64, val buffers: Int = 256, val buckets: I
     k := 0.U
     st := S.Kill
   }
+  /** The verdict of a frame that needs no context, at once (one frame per cycle): Host, or
+    * Drop for a bad fragment; `fragToHost`: a good fragment too, bypassing. */
+  private def fastVerdict(i: FragInfo, fragToHost: Bool): Unit = {
+    val bad = cfg_enable && i.kind === FragKind.Bad.U
+    val bypass = cfg_enable && i.kind === FragKind.Frag.U && fragToHost
+    out.io.enq.valid := true.B
+    out.io.enq.bits.action := Mux(bad, ReasmAction.Drop.U, ReasmAction.Host.U)
+    out.io.enq.bits.complete := false.B
+    infoIn.ready := out.io.enq.ready
+    when(out.io.enq.ready && bad) {
+      when(i.bad === FragBad.Checksum.U) { count(ReasmStat.BadChecksum) }
+        .elsewhen(i.bad === FragBad.Truncated.U) { count(ReasmStat.Truncated) }
+        .otherwise { count(ReasmStat.BadHeader) }
+    }
+    when(out.io.enq.ready && bypass) {
+      bucketMark.valid := true.B
+      bucketMark.bits := infoHash(kb - 1, 0)
+      count(ReasmStat.Bypassed)
+    }
+  }
   private def emit(action: Int): Unit = {
     verdict.action := action.U
     verdict.complete := false.B
     st := S.Emit
   }
 
+  private val infoHash = toeplitz(infoIn.bits.key, sb + kb) // set index, then bucket
   private val headBorn = born.read(head)
   // Two read ports: the looked-up context (Load), and the head or the victim (Idle, Evict,
   // Kill); one write port.
@@ -318,6 +339,9 @@ class Reassembler(val contexts: Int = 64, val buffers: Int = 256, val buckets: I
       bmWrite(initWord, 0.U)
       initWord := initWord + 1.U
       when(initWord.andR) { st := S.Idle }
+      // Meanwhile frames keep flowing: fragments go to the host (their buckets marked, so
+      // their datagrams stay there).
+      when(infoIn.valid) { fastVerdict(infoIn.bits, fragToHost = true.B) }
     }
     is(S.Idle) {
       when(headExpired) {
@@ -328,20 +352,10 @@ class Reassembler(val contexts: Int = 64, val buffers: Int = 256, val buckets: I
       }.elsewhen(infoIn.valid) {
         val i = infoIn.bits
         f := i
-        val hsh = toeplitz(i.key, sb + kb)
-        set := hsh(sb + kb - 1, kb)
-        bucket := hsh(kb - 1, 0)
+        set := infoHash(sb + kb - 1, kb)
+        bucket := infoHash(kb - 1, 0)
         when(!cfg_enable || i.kind =/= FragKind.Frag.U) {
-          // Not for a context: the verdict at once, one frame per cycle.
-          out.io.enq.valid := true.B
-          out.io.enq.bits.action := Mux(cfg_enable && i.kind === FragKind.Bad.U, ReasmAction.Drop.U, ReasmAction.Host.U)
-          out.io.enq.bits.complete := false.B
-          infoIn.ready := out.io.enq.ready
-          when(out.io.enq.ready && cfg_enable && i.kind === FragKind.Bad.U) {
-            when(i.bad === FragBad.Checksum.U) { count(ReasmStat.BadChecksum) }
-              .elsewhen(i.bad === FragBad.Truncated.U) { count(ReasmStat.Truncated) }
-              .otherwise { count(ReasmStat.BadHeader) }
-          }
+          fastVerdict(i, fragToHost = false.B)
         }.otherwise {
           infoIn.ready := true.B
           st := S.Lookup
