@@ -169,7 +169,7 @@ class FragBench:
             ds = [p.data[14:]] if p.reassembled else self.host_stack.push(p.data[14:])
             got += [(d, p.cpl_time) for d in ds]
 
-    async def _rx_drain(self, got: list, idle_us: float = 6.0) -> int:
+    async def _rx_drain(self, got: list, idle_us: float = 25.0) -> int:
         n, pkts, quiet = 0, 0, 0.0
         while quiet < idle_us:
             await Timer(1, "us")
@@ -225,7 +225,19 @@ class FragBench:
         sent = {d: None for d, _ in dgrams}
         ok = [d for d, _ in got if d in sent]
         missing = len(sent) - len(set(ok))
-        assert missing == 0 and len(ok) == len(sent), f"RX MTU {mtu}: {missing} datagrams missing, {len(ok) - len(set(ok))} twice"
+        if missing or len(ok) != len(sent):
+            ids = {d[4:6]: d for d in sent}
+            for d, _ in got:
+                if d not in sent:
+                    w = ids.get(d[4:6])
+                    diff = next((i for i in range(min(len(d), len(w or b""))) if d[i] != w[i]), None) if w else None
+                    print(f"[bench] bad datagram id {d[4:6].hex()} len {len(d)} vs {len(w) if w else None}: "
+                          f"first difference at {diff}: got {d[diff:diff+16].hex() if diff is not None else ''} "
+                          f"want {w[diff:diff+16].hex() if diff is not None else ''}", flush=True)
+            ports = await drv.port_counters(0)
+            raise AssertionError(f"RX MTU {mtu} offload {offload}: {missing} of {len(sent)} datagrams missing, "
+                                 f"{len(ok) - len(set(ok))} twice; reasm {c1}; rx_engine {await drv.counters('rx_engine')}; "
+                                 f"port 0 drops {ports['rx_fifo_drops']}, oversize {ports['rx_oversize']}")
         # Goodput between the first and the last delivery (robust to the fixed latency in
         # front; completion batching by interrupt moderation blurs the ends by < 5 us).
         times = sorted(t for _, t in got)

@@ -19,7 +19,7 @@ def addr(rng: random.Random, net: int = 10) -> bytes:
     return bytes([net, rng.randrange(4), rng.randrange(4), rng.randrange(1, 250)])
 
 
-def datagram(rng: random.Random, size: int, ident: int | None = None, src: bytes | None = None,
+def _datagram(rng: random.Random, size: int, ident: int | None = None, src: bytes | None = None,
              dst: bytes | None = None, tos: int = 0, net: int = 10) -> bytes:
     return ipfrag.udp_datagram(src or addr(rng, net), dst or addr(rng),  rng.randrange(1024, 65535), 9,
                                rng.randbytes(size), rng.randrange(65536) if ident is None else ident, tos=tos)
@@ -46,16 +46,17 @@ def interleave(rng: random.Random, streams: list[list[bytes]]) -> list[bytes]:
 
 
 def random_traffic(rng: random.Random, n: int, max_size: int = 20_000, dups: float = 0.3,
-                   mtus: tuple[int, ...] = (576, 1500, 1500, 9000), net: int = 10) -> list[bytes]:
+                   mtus: tuple[int, ...] = (576, 1500, 1500, 9000), net: int = 10, dst: bytes | None = None,
+                   vlan: float = 0.2) -> list[bytes]:
     streams = []
     for _ in range(n):
         size = rng.choice([rng.randrange(0, 2000), rng.randrange(0, max_size), rng.randrange(0, max_size)])
         mtu = rng.choice(mtus)
-        frags = shuffled(rng, ipfrag.fragment(datagram(rng, size, net=net), mtu))
+        frags = shuffled(rng, ipfrag.fragment(datagram(rng, size, net=net, dst=dst), mtu))
         if rng.random() < dups:
             frags = frags + [rng.choice(frags)] * rng.randrange(1, 3) if len(frags) > 1 else frags
-        vlan = rng.random() < 0.2
-        streams.append([eth(f, vlan) for f in frags])
+        tagged = rng.random() < vlan
+        streams.append([eth(f, tagged) for f in frags])
     return interleave(rng, streams)
 
 
@@ -74,7 +75,13 @@ def frag(d: bytes, off: int, n: int, mf: bool, *, ident: int | None = None, csum
     return h + data
 
 
-def hostile(rng: random.Random) -> list[bytes]:
+datagram = _datagram
+
+
+def hostile(rng: random.Random, dst: bytes | None = None) -> list[bytes]:
+    """Linux's rules at work; `dst`: every datagram's destination (default random)."""
+    def datagram(rng, size, **kw):
+        return _datagram(rng, size, dst=dst, **kw)
     out: list[bytes] = []
     d = datagram(rng, 3000)
     # teardrop: the second fragment starts inside the first
