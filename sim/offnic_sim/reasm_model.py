@@ -30,12 +30,13 @@ def key_int(key: tuple) -> int:
     return int.from_bytes(src, "big") << 56 | int.from_bytes(dst, "big") << 24 | proto << 16 | ident
 
 
-def toeplitz(data: int, bits: int, hash_key: int, width: int = KEY_BITS) -> int:
-    """Output bit j: parity of data AND key bits j .. j+width-1 (MSB first)."""
+def toeplitz(data: int, bits: int, hash_key: int, width: int = KEY_BITS, key_bits: int = HASH_KEY_BITS) -> int:
+    """Output bit j: parity of data AND key bits j .. j+width-1 (MSB first) of a
+    `key_bits`-bit key (hw: offload.Toeplitz.window)."""
     mask = (1 << width) - 1
     out = 0
     for j in range(bits):
-        window = (hash_key >> (HASH_KEY_BITS - width - j)) & mask
+        window = (hash_key >> (key_bits - width - j)) & mask
         out |= (bin(data & window).count("1") & 1) << j
     return out
 

@@ -269,13 +269,7 @@ class Reassembler(val contexts: Int = 64, val buffers: Int = 256, val buckets: I
   }
 
   // Toeplitz hash of the key with the programmable key: set index and bucket.
-  private def toeplitz(data: UInt, bits: Int): UInt = {
-    val n = data.getWidth
-    VecInit((0 until bits).map { j =>
-      val window = cfg_hash_key(hashKeyBits - 1 - j, hashKeyBits - n - j)
-      (data & window).xorR
-    }).asUInt
-  }
+  private def toeplitz(data: UInt, bits: Int): UInt = Toeplitz.window(data, cfg_hash_key, bits)
 
   private def free(): Unit = { // the context's list links, valid bit and count (Kill's last step)
     val v = victim

@@ -16,6 +16,20 @@ class ToeplitzOut(val tagBits: Int) extends Bundle {
   val tag = UInt(tagBits.W)
 }
 
+object Toeplitz {
+  /** The Toeplitz hash in one combinational step, for callers that register around it:
+    * output bit j is the parity of `data` AND the key bits j .. j + width(data) - 1
+    * counted from the key's most significant bit. `key` needs width(data) + bits - 1 bits
+    * at least. (The Reassembler's and ConnTable's hashes; RSS uses the pipelined
+    * [[ToeplitzHash]] below.) */
+  def window(data: UInt, key: UInt, bits: Int): UInt = {
+    val n = data.getWidth
+    val kb = key.getWidth
+    require(kb >= n + bits - 1, s"Toeplitz: a $n-bit input and $bits output bits need ${n + bits - 1} key bits, got $kb")
+    VecInit((0 until bits).map(j => (data & key(kb - 1 - j, kb - n - j)).xorR)).asUInt
+  }
+}
+
 /** The Toeplitz hash of Microsoft RSS over a fixed-width input, fully parallel: one input
   * per cycle, result [[ToeplitzHash.Latency]] cycles later.
   *
