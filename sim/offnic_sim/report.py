@@ -608,7 +608,21 @@ def frag_lines(c: dict) -> list[str]:
             f"{f['goodput_gbps'] or 0:.2f} Gb/s of UDP payload, {f['line_rate_pct'] or 0:.1f}% of 25G line rate on the wire;",
             "  every fragment " + ("identical to Linux's (ip_do_fragment), the checksum in the first, sent last"
                                    if ok else f"WRONG: {f['identical']} of {f['frames_expected']} identical, "
-                                              f"{f['failed']} failed")]
+                                              f"{f['failed']} failed")] + reasm_lines(c.get("reasm"))
+
+
+def reasm_lines(r: dict | None) -> list[str]:
+    """The demo's reassembly half (workload.Workload.reassemble) as report lines."""
+    if not r:
+        return []
+    ok = r["exact"] == r["csum_ok"] == r["distinct"] == r["completions"] == r["datagrams"]
+    k = r["counters"]
+    return [f"  the same {r['fragments_in']} fragments into port 1, shuffled, two datagrams interleaved: the NIC "
+            f"reassembled them with {r['completions']} completions (the host stack would take {r['fragments_in']}); "
+            f"reasm counters: {k['reassembled']} reassembled, {k['bypassed']} bypassed, {k['overlap']} overlaps;",
+            "  every datagram " + ("byte-exact, its UDP checksum verified from the completion's payload sum" if ok else
+                                   f"WRONG: {r['exact']} of {r['datagrams']} exact, {r['csum_ok']} checksums good, "
+                                   f"{r['completions']} completions")]
 
 
 def demo_plot(run: dict, path: Path, bin_us: float = 10.0) -> None:

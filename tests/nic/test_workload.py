@@ -2,7 +2,7 @@
 workload (sim/offnic_sim/workload.py) runs a short demo case (10 us window, both ports,
 both directions, IMIX + jumbo), an unloaded-latency probe, the demo's payload-cache case
 on a small web-trace window (4 NASA requests, ~83% of their bytes already cached), the
-fragmentation case (two 20 KB datagrams at MTU 1500) and a 1518-byte bench case on the whole NIC; then the report code (sim/offnic_sim/report.py)
+fragmentation case (two 20 KB datagrams at MTU 1500, cut by the NIC, then reassembled by it) and a 1518-byte bench case on the whole NIC; then the report code (sim/offnic_sim/report.py)
 must produce every field the demo report and the bench records promise, with sane
 values, and both plots.
 """
@@ -49,6 +49,11 @@ def test_workload(tmp_path):
     assert f["identical"] == 28 and f["failed"] == 0, f
     assert f["counters"]["frag_datagrams"] == 2 and f["counters"]["frag_fragments"] == 28, f
     assert any("identical to Linux's" in line for line in report.frag_lines(frag))
+    # ... and back in on port 1, shuffled: reassembled by the NIC, one completion each
+    r = frag["reasm"]
+    assert r["completions"] == r["reassembled"] == r["exact"] == r["csum_ok"] == r["distinct"] == 2, r
+    assert r["counters"]["reassembled"] == 2 and r["counters"]["fragments"] == 28, r
+    assert any("byte-exact" in line for line in report.frag_lines(frag))
 
     # the payload-cache case: every frame byte-exact both ways, the file bytes that crossed
     # PCIe exactly what the directory model predicts, hits and inserts counted by the NIC

@@ -116,7 +116,6 @@ class ConnTable(val connections: Int = 4096, val buckets: Int = 1024, val maxKic
     val key = UInt(ConnKey.Bits.W)
     val id = UInt(idBits.W)
   }
-  private def emptyBucket: Vec[Slot] = 0.U.asTypeOf(Vec(ways, new Slot))
   private val tables = Seq.fill(2)(SyncReadMem(buckets, Vec(ways, new Slot)))
   private val pool = Module(new IdPool(connections))
   pool.alloc := false.B
@@ -153,16 +152,23 @@ class ConnTable(val connections: Int = 4096, val buckets: Int = 1024, val maxKic
   private val rdAddr = Wire(Vec(2, UInt(bb.W)))
   private val rd = VecInit((0 until 2).map(t => tables(t).read(rdAddr(t), rdEn(t))))
   private val wrEn = WireDefault(VecInit(Seq.fill(2)(false.B)))
+  // Every write changes one slot (or, clearing after reset, all four): a masked write of
+  // one slot's bits, so the write data is a 109-bit mux, not a whole bucket's.
   private val wrAddr = Wire(Vec(2, UInt(bb.W)))
-  private val wrData = Wire(Vec(2, Vec(ways, new Slot)))
+  private val wrData = Wire(Vec(2, new Slot))
+  private val wrMask = Wire(Vec(2, UInt(ways.W)))
   wrAddr := DontCare
   wrData := DontCare
-  for (t <- 0 until 2) when(wrEn(t)) { tables(t).write(wrAddr(t), wrData(t)) }
-  private def write(t: UInt, addr: UInt, data: Vec[Slot]): Unit = {
+  wrMask := DontCare
+  for (t <- 0 until 2) when(wrEn(t)) {
+    tables(t).write(wrAddr(t), VecInit(Seq.fill(ways)(wrData(t))), wrMask(t).asBools)
+  }
+  private def write(t: UInt, addr: UInt, way: UInt, slot: Slot): Unit = {
     for (i <- 0 until 2) when(t === i.U) {
       wrEn(i) := true.B
       wrAddr(i) := addr
-      wrData(i) := data
+      wrData(i) := slot
+      wrMask(i) := UIntToOH(way, ways)
     }
   }
 
@@ -248,11 +254,6 @@ class ConnTable(val connections: Int = 4096, val buckets: Int = 1024, val maxKic
 
   private def free(b: Vec[Slot]): Vec[Bool] = VecInit(b.map(!_.valid))
   private def lowestFree(b: Vec[Slot]): UInt = PriorityEncoder(free(b))
-  private def withSlot(b: Vec[Slot], way: UInt, s: Slot): Vec[Slot] = {
-    val n = Wire(Vec(ways, new Slot))
-    for (w <- 0 until ways) n(w) := Mux(way === w.U, s, b(w))
-    n
-  }
   private def respond(status: Int, id: UInt): Unit = {
     res.status := status.U
     res.id := id
@@ -278,7 +279,8 @@ class ConnTable(val connections: Int = 4096, val buckets: Int = 1024, val maxKic
       for (t <- 0 until 2) {
         wrEn(t) := true.B
         wrAddr(t) := initIx
-        wrData(t) := emptyBucket
+        wrData(t) := 0.U.asTypeOf(new Slot)
+        wrMask(t) := ((1 << ways) - 1).U
       }
       initIx := initIx + 1.U
       // (the pool initialises itself meanwhile; connections >= buckets is not required)
@@ -319,7 +321,7 @@ class ConnTable(val connections: Int = 4096, val buckets: Int = 1024, val maxKic
           val inT1 = !match0.asUInt.orR
           val way = Mux(inT1, PriorityEncoder(match1), PriorityEncoder(match0))
           val b = Mux(inT1, bk(1), bk(0))
-          write(inT1.asUInt, Mux(inT1, fBucket(1), fBucket(0)), withSlot(b, way, 0.U.asTypeOf(new Slot)))
+          write(inT1.asUInt, Mux(inT1, fBucket(1), fBucket(0)), way, 0.U.asTypeOf(new Slot))
           pool.free.valid := true.B
           pool.free.bits := b(way).id
           entries := entries - 1.U
@@ -339,12 +341,12 @@ class ConnTable(val connections: Int = 4096, val buckets: Int = 1024, val maxKic
         pool.alloc := true.B
         home := newHome
         when(free0 =/= 0.U && free0 >= free1) {
-          write(0.U, fBucket(0), withSlot(bk(0), lowestFree(bk(0)), newHome))
+          write(0.U, fBucket(0), lowestFree(bk(0)), newHome)
           entries := entries + 1.U
           count(ConnStat.Inserts)
           respond(ConnStatus.Ok, newHome.id)
         }.elsewhen(free1 =/= 0.U) {
-          write(1.U, fBucket(1), withSlot(bk(1), lowestFree(bk(1)), newHome))
+          write(1.U, fBucket(1), lowestFree(bk(1)), newHome)
           entries := entries + 1.U
           count(ConnStat.Inserts)
           respond(ConnStatus.Ok, newHome.id)
@@ -360,7 +362,7 @@ class ConnTable(val connections: Int = 4096, val buckets: Int = 1024, val maxKic
     is(S.Kick) {
       // Put the homeless key in the victim's slot; the victim becomes homeless and heads
       // for its bucket in the other table.
-      write(curT, curBucket, withSlot(walkBucket, victimWay, home))
+      write(curT, curBucket, victimWay, home)
       path.write(pathLen, Cat(curT, curBucket, victimWay))
       pathLen := pathLen + 1.U
       home := walkBucket(victimWay)
@@ -384,7 +386,7 @@ class ConnTable(val connections: Int = 4096, val buckets: Int = 1024, val maxKic
     }
     is(S.KDecide) {
       when(free(walkBucket).asUInt.orR) {
-        write(curT, curBucket, withSlot(walkBucket, lowestFree(walkBucket), home))
+        write(curT, curBucket, lowestFree(walkBucket), home)
         entries := entries + 1.U
         count(ConnStat.Inserts)
         respond(ConnStatus.Ok, res.id)
@@ -409,7 +411,7 @@ class ConnTable(val connections: Int = 4096, val buckets: Int = 1024, val maxKic
     }
     is(S.UndoFix) {
       val b = bk(undoT)
-      write(undoT, undoBucket, withSlot(b, undoWay, home))
+      write(undoT, undoBucket, undoWay, home)
       home := b(undoWay)
       pathLen := pathLen - 1.U
       when(pathLen === 1.U) {
