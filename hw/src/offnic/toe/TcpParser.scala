@@ -195,6 +195,11 @@ class TcpParser(val p: AxisParams = AxisParams(32), val infoDepth: Int = 8) exte
   fx.flags := be(47, 1, vlan)
   fx.window := be(48, 2, vlan)
   for (k <- 0 until 40) fx.opts(k) := Mux(vlan, hv(58 + k), hv(54 + k))
+  // With a tag, the flags byte's DF/reserved bits and the data-offset byte's low nibble
+  // land in captured bytes nothing else reads (untagged, those bytes are other fields).
+  // unused_* tells Verilator's lint so (its default --unused-regexp).
+  private val unused_tagged_bits = WireDefault(Cat(hdr(24)(7, 6), hdr(50)(3, 0)))
+  dontTouch(unused_tagged_bits)
   private val facts = Module(new Queue(new Facts, infoDepth))
   facts.io.enq.valid := fire && s_axis.tlast
   facts.io.enq.bits := fx
