@@ -27,7 +27,7 @@ from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStream
 from offnic_sim import tcp_parse
 from offnic_sim.harness import run_cocotb
 from offnic_sim.hw import Design
-from offnic_sim.ipfrag import ones_sum16, with_checksum
+from offnic_sim.ipfrag import with_checksum
 from offnic_sim.tcppeer import build_packet, tcp_options
 
 MACS = bytes.fromhex("020000000002" "020000000001")

@@ -1,0 +1,126 @@
+"""`./offnic bench toe`, host side: runs toe_bench.py on each TCP-offload block's design
+and writes results/bench-toe.json and .png (docs/toe.md).
+
+What exists is measured: the connection table (load factor reached, inserts and deletes
+per second, lookups per cycle), the parser (frames per second against 25G line rate) and
+the timer wheel (arms and expiries per second), with the Yosys resources of the toe
+configuration when `./offnic synth --config toe` has been run. The engine's own rows
+(goodput of one connection at MSS 1460/8960, 1..4,096 connections, arrival-to-ACK cycles,
+installs and restores per second of whole connections) come with the engine.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import time
+from pathlib import Path
+
+from offnic_sim import hw
+
+ROOT = hw.ROOT
+CLOCK_MHZ = 250.0
+TABLES = [(1024, 256), (4096, 1024)]  # (connections the NIC config gives, buckets per table)
+
+
+def plot(recs: list[dict], png: Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
+    tab = [r for r in recs if r.get("block") == "conn_table"]
+    ax = axes[0]
+    ax.bar([f"{r['slots']} slots\n(for {r['connections_nic']} conns)" for r in tab], [r["load_factor"] for r in tab])
+    ax.axhline(0.85, color="C3", ls=":", label="issue 5's floor (0.85)")
+    for i, r in enumerate(tab):
+        ax.annotate(f"{r['load_factor']:.3f}\n{r['installs_per_s'] / 1e6:.1f}M inserts/s\n"
+                    f"{r['lookups_per_s'] / 1e6:.0f}M lookups/s", (i, r["load_factor"]), ha="center", va="bottom",
+                    fontsize=7)
+    ax.set_ylim(0, 1.15)
+    ax.set_ylabel("load factor at the first failed insert")
+    ax.set_title("Connection table: 2 x 4-way buckets, cuckoo walks <= 64 moves", fontsize=9)
+    ax.legend(fontsize=7)
+    ax = axes[1]
+    par = [r for r in recs if r.get("block") == "tcp_parser"]
+    x = range(len(par))
+    ax.bar([i - 0.2 for i in x], [r["mpps"] for r in par], width=0.4, label="parser, Mpps at 250 MHz")
+    ax.bar([i + 0.2 for i in x], [r["line_rate_mpps_25g"] for r in par], width=0.4, label="one 25G port's line rate")
+    ax.set_xticks(list(x), [f"{r['case'].removeprefix('parser_')}\n{r['frame_bytes']} B" for r in par], fontsize=7)
+    ax.set_ylabel("frames per second, millions")
+    ax.set_yscale("log")
+    ax.set_title("TCP parser: frames per second", fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    png.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(png, dpi=110)
+    plt.close(fig)
+
+
+def main(args: list[str], rel=str) -> int:
+    from offnic_sim.harness import run_cocotb
+    from offnic_sim.hw import Design
+    ap = argparse.ArgumentParser(prog="offnic bench toe", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--out", default=None, help="JSON (default results/bench-toe.json)")
+    a = ap.parse_args(args)
+    t0 = time.monotonic()
+    seed = a.seed if a.seed is not None else random.SystemRandom().randrange(1 << 31)
+    out = Path(a.out) if a.out else ROOT / "results" / "bench-toe.json"
+    out = out if out.is_absolute() else Path.cwd() / out
+    work = hw.BUILD / "bench-toe"
+    work.mkdir(parents=True, exist_ok=True)
+
+    def run(label: str, design, testcase: str, **cfg) -> dict:
+        f = work / f"{label}.json"
+        f.unlink(missing_ok=True)
+        print(f"[offnic] bench toe: {label}", flush=True)
+        run_cocotb(design, "offnic_sim.toe_bench", testcase=testcase, bench={"out": str(f), "seed": seed, **cfg})
+        return json.loads(f.read_text())
+
+    recs: list[dict] = [{"command": " ".join(["./offnic", "bench", "toe", *args]), "seed": seed,
+                         "replay": f"./offnic bench toe --seed {seed}", "clock_mhz": CLOCK_MHZ,
+                         "hw_sources_sha256": hw.hw_sources_digest()}]
+    for conns, buckets in TABLES:
+        # Ids as many as slots: the table, not the id pool, decides when an insert fails.
+        slots = 8 * buckets
+        r = run(f"table_{slots}", Design.of("toe.ConnTable", connections=slots, buckets=buckets, max_kicks=64),
+                "table", connections=slots, buckets=buckets, max_kicks=64)
+        recs.append({"case": f"table_{slots}_slots", "block": "conn_table", "connections": r["placed_before_first_failure"],
+                     "connections_nic": conns, "mss": None, "gbps": None, "line_rate_pct": None,
+                     "load_factor": r["load_factor"],
+                     "installs_per_s": round(CLOCK_MHZ * 1e6 / r["cycles_per_insert_to_0.85"]),
+                     "restores_per_s": round(CLOCK_MHZ * 1e6 / r["cycles_per_delete"]),
+                     "lookups_per_s": round(CLOCK_MHZ * 1e6 * r["lookups_per_cycle"]), **r})
+    r = run("parser", Design.of("toe.TcpParser"), "parser")
+    for kind, v in r.items():
+        recs.append({"case": f"parser_{kind}", "block": "tcp_parser", "connections": None, "mss": None,
+                     "gbps": None, "line_rate_pct": round(100 * v["mpps"] / v["line_rate_mpps_25g"], 1), **v})
+    r = run("wheel", Design.of("toe.TimerWheel", connections=4096, slots=1024), "wheel", connections=4096, slots=1024)
+    recs.append({"case": "timer_wheel_4096", "block": "timer_wheel", "mss": None, "gbps": None,
+                 "line_rate_pct": None, **r})
+    synth = hw.BUILD / "synth" / "toe" / "synth.json"
+    if synth.exists():
+        recs.append({"case": "resources", "block": "synth", "source": rel(synth),
+                     "designs": json.loads(synth.read_text())})
+    recs[0]["wall_s"] = round(time.monotonic() - t0, 1)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(recs, indent=1) + "\n")
+    png = out.with_suffix(".png")
+    plot(recs, png)
+    print("\n| table slots | for connections | load factor at first failure | moves/insert | inserts/s (to 0.85) | deletes/s | lookups/cycle |")
+    print("|---|---|---|---|---|---|---|")
+    for r in recs:
+        if r.get("block") == "conn_table":
+            print(f"| {r['slots']} | {r['connections_nic']} | {r['load_factor']:.3f} | {r['moves_per_insert']} | "
+                  f"{r['installs_per_s'] / 1e6:.1f} M | {r['restores_per_s'] / 1e6:.1f} M | {r['lookups_per_cycle']} |")
+    print("\n| parser case | frame B | cycles/frame | Mpps | 25G line Mpps | % of line |")
+    print("|---|---|---|---|---|---|")
+    for r in recs:
+        if r.get("block") == "tcp_parser":
+            print(f"| {r['case']} | {r['frame_bytes']} | {r['cycles_per_frame']} | {r['mpps']} | "
+                  f"{r['line_rate_mpps_25g']} | {r['line_rate_pct']} |")
+    w = next(r for r in recs if r.get("block") == "timer_wheel")
+    print(f"\ntimer wheel ({w['connections']} timers, {w['slots']} slots): {w['cycles_per_arm']} cycles per arm "
+          f"({w['arms_per_s'] / 1e6:.1f} M/s), {w['cycles_per_expiry']} per expiry ({w['expiries_per_s'] / 1e6:.1f} M/s)")
+    print(f"[offnic] wrote {rel(out)} and {rel(png)} in {time.monotonic() - t0:.0f} s")
+    return 0
