@@ -59,7 +59,8 @@ object TcpBad {
   * with NOP NOP TS(10) first (what every stack sends once established): the aligned
   * timestamp, at once. Anything else is walked option by option as tcp_parse_options
   * does (EOL ends, NOP is one byte, a length below 2 or past the options ends the walk, a
-  * later timestamp replaces an earlier one), one option per cycle.
+  * later timestamp replaces an earlier one), one option or two NOPs per cycle: Linux's
+  * NOP NOP TS NOP NOP SACK in 5 cycles.
   *
   * The header bytes (up to frame byte 98) are captured from the first four beats; two
   * [[OnesSum]] trees sum the IP header and the TCP segment of every beat.
@@ -250,29 +251,22 @@ class TcpParser(val p: AxisParams = AxisParams(32), val infoDepth: Int = 8) exte
   preQ.io.enq.valid := done
   preQ.io.enq.bits := pre
 
-  // ---- The option walk (tcp_parse_options), one option per cycle.
+  // ---- The option walk (tcp_parse_options): one option, or two NOPs, per cycle, on the
+  // info at the head of preQ; its info goes out in the cycle the walk stops.
   private val q = preQ.io.deq.bits
-  private val walking = RegInit(false.B)
-  private val pos = Reg(UInt(6.W))
-  private val ts = Reg(Valid(UInt(64.W)))
-  private val walkDone = RegInit(false.B)
+  private val pos = RegInit(0.U(6.W))
+  private val ts = RegInit(0.U.asTypeOf(Valid(UInt(64.W))))
   private def opt(i: UInt): UInt = q.opts(Mux(i < 40.U, i, 0.U))
   private val kind = opt(pos)
   private val size = opt(pos + 1.U)
-  private val left = q.optLen - pos // bytes from pos to the end of the options
+  private val left = q.optLen - pos // bytes from pos to the end of the options (when pos < optLen)
   private val stop = pos >= q.optLen || kind === 0.U ||
     (kind =/= 1.U && (left < 2.U || size < 2.U || size > left))
-  when(preQ.io.deq.valid && q.walk && !walking && !walkDone) {
-    walking := true.B
-    pos := 0.U
-    ts.valid := false.B
-  }
-  when(walking) {
-    when(stop) {
-      walking := false.B
-      walkDone := true.B
-    }.elsewhen(kind === 1.U) {
-      pos := pos + 1.U
+  private val twoNops = kind === 1.U && size === 1.U && left >= 2.U
+  private val walking = preQ.io.deq.valid && q.walk
+  when(walking && !stop) {
+    when(kind === 1.U) {
+      pos := pos + Mux(twoNops, 2.U, 1.U)
     }.otherwise {
       when(kind === 8.U && size === 10.U) {
         ts.valid := true.B
@@ -281,15 +275,18 @@ class TcpParser(val p: AxisParams = AxisParams(32), val infoDepth: Int = 8) exte
       pos := pos + size
     }
   }
-  m_info.valid := preQ.io.deq.valid && (!q.walk || walkDone)
+  m_info.valid := preQ.io.deq.valid && (!q.walk || stop)
   m_info.bits := q.info
   when(q.walk) {
     m_info.bits.tsPresent := ts.valid
     m_info.bits.tsVal := ts.bits(63, 32)
     m_info.bits.tsEcr := ts.bits(31, 0)
   }
-  preQ.io.deq.ready := m_info.ready && (!q.walk || walkDone)
-  when(m_info.fire) { walkDone := false.B }
+  preQ.io.deq.ready := m_info.ready && (!q.walk || stop)
+  when(m_info.fire) {
+    pos := 0.U
+    ts.valid := false.B
+  }
 }
 
 object TcpParser extends Elaboratable {
