@@ -7,7 +7,9 @@ one (toe_report.py runs each on its own design and writes results/bench-toe.json
 - parser: back-to-back frames of one kind (a bare ACK, an ACK with timestamps, with SACK
   blocks too, a full-size segment), cycles per frame against the frame's time on a 25G
   wire;
-- wheel: arms back to back, then expiries of thousands of timers due on one tick.
+- wheel: arms back to back, then expiries of thousands of timers due on one tick;
+- steer: back-to-back frames (half of them segments of installed connections) through the
+  receive front (parser, table lookup, frame FIFO, output choice), cycles per frame.
 Results go to the JSON file named in the bench settings (`out`).
 """
 from __future__ import annotations
@@ -168,3 +170,71 @@ async def wheel(dut):
     _write({"connections": n, "slots": cfg["slots"], "cycles_per_arm": round(arm_cycles, 3),
             "arms_per_s": round(CLOCK_MHZ * 1e6 / arm_cycles), "cycles_per_expiry": round(exp_cycles, 3),
             "expiries_per_s": round(CLOCK_MHZ * 1e6 / exp_cycles)})
+
+
+@cocotb.test()
+async def steer(dut):
+    cfg = bench_config()
+    rng = random.Random(cfg.get("seed", 1))
+    d = dut
+    Clock(d.clock, 4, unit="ns").start()
+    src = AxiStreamSource(AxiStreamBus.from_prefix(d, "s_axis"), d.clock, d.reset)
+    d.reset.value = 1
+    d.cmd_valid.value = 0
+    d.rsp_ready.value = 1
+    d.m_axis_host_tready.value = 1
+    d.m_axis_engine_tready.value = 1
+    d.m_seg_ready.value = 1
+    d.cfg_hash_key.value = ctm.DEFAULT_HASH_KEY >> (ctm.HASH_KEY_BITS - len(d.cfg_hash_key))
+    await ClockCycles(d.clock, 4)
+    d.reset.value = 0
+    while not d.status_ready.value:
+        await ClockCycles(d.clock, 16)
+    # Install 8 connections (their segments arrive from src to dst).
+    conns = [(rng.randbytes(4), rng.randbytes(4), rng.randrange(65536), rng.randrange(65536)) for _ in range(8)]
+    for s_ip, d_ip, sp, dp in conns:
+        await FallingEdge(d.clock)
+        d.cmd_valid.value = 1
+        d.cmd_bits_delete.value = 0
+        d.cmd_bits_key.value = int.from_bytes(d_ip + s_ip, "big") << 32 | dp << 16 | sp
+        while True:
+            await Timer(1, "ns")
+            if d.cmd_ready.value:
+                break
+            await FallingEdge(d.clock)
+        await FallingEdge(d.clock)
+        d.cmd_valid.value = 0
+        while not d.rsp_valid.value:
+            await FallingEdge(d.clock)
+    out = {}
+    for kind in ("ack", "ack_ts", "mss_1460"):
+        n = 400
+        frames = []
+        for k in range(n):
+            f = bytearray(parser_frames(kind, rng))
+            if k % 2:  # a segment of an installed connection: its addresses and ports
+                s_ip, d_ip, sp, dp = conns[k % 8]
+                p = build_packet(s_ip, d_ip, sp, dp, rng.getrandbits(32), 0, 0x10, 1000, bytes(f[54 + (12 if kind != "ack" else 0):]),
+                                 options=bytes(f[54:54 + (12 if kind != "ack" else 0)]))
+                f = bytearray(bytes(f[:14]) + p + bytes(max(0, 60 - 14 - len(p))))
+            frames.append(bytes(f))
+        for f in frames:
+            await src.send(AxiStreamFrame(f))
+        seen, first, last, cyc, eng = 0, None, None, 0, 0
+        while seen < n:
+            await RisingEdge(d.clock)
+            cyc += 1
+            for o in ("host", "engine"):
+                if getattr(d, f"m_axis_{o}_tvalid").value and getattr(d, f"m_axis_{o}_tready").value \
+                        and getattr(d, f"m_axis_{o}_tlast").value:
+                    seen += 1
+                    eng += o == "engine"
+                    first = cyc if first is None else first
+                    last = cyc
+        per = (last - first) / (n - 1)
+        wire_ns = (len(frames[0]) + 4 + 20) * 8 / 25.0
+        out[kind] = {"frame_bytes": len(frames[0]) + 4, "cycles_per_frame": round(per, 3),
+                     "mpps": round(CLOCK_MHZ / per, 2), "line_rate_mpps_25g": round(1e3 / wire_ns, 2),
+                     "to_engine": eng}
+        await ClockCycles(d.clock, 50)
+    _write(out)

@@ -2,8 +2,8 @@
 and writes results/bench-toe.json and .png (docs/toe.md).
 
 What exists is measured: the connection table (load factor reached, inserts and deletes
-per second, lookups per cycle), the parser (frames per second against 25G line rate) and
-the timer wheel (arms and expiries per second), with the Yosys resources of the toe
+per second, lookups per cycle), the parser and the receive front (frames per second
+against 25G line rate) and the timer wheel (arms and expiries per second), with the Yosys resources of the toe
 configuration when `./offnic synth --config toe` has been run. The engine's own rows
 (goodput of one connection at MSS 1460/8960, 1..4,096 connections, arrival-to-ACK cycles,
 installs and restores per second of whole connections) come with the engine.
@@ -95,6 +95,10 @@ def main(args: list[str], rel=str) -> int:
     for kind, v in r.items():
         recs.append({"case": f"parser_{kind}", "block": "tcp_parser", "connections": None, "mss": None,
                      "gbps": None, "line_rate_pct": round(100 * v["mpps"] / v["line_rate_mpps_25g"], 1), **v})
+    r = run("steer", Design.of("toe.TcpSteer", connections=4096, buckets=1024, fifo_beats=512), "steer")
+    for kind, v in r.items():
+        recs.append({"case": f"steer_{kind}", "block": "tcp_steer", "connections": 8, "mss": None, "gbps": None,
+                     "line_rate_pct": round(100 * v["mpps"] / v["line_rate_mpps_25g"], 1), **v})
     r = run("wheel", Design.of("toe.TimerWheel", connections=4096, slots=1024), "wheel", connections=4096, slots=1024)
     recs.append({"case": "timer_wheel_4096", "block": "timer_wheel", "mss": None, "gbps": None,
                  "line_rate_pct": None, **r})
@@ -117,6 +121,12 @@ def main(args: list[str], rel=str) -> int:
     print("|---|---|---|---|---|---|")
     for r in recs:
         if r.get("block") == "tcp_parser":
+            print(f"| {r['case']} | {r['frame_bytes']} | {r['cycles_per_frame']} | {r['mpps']} | "
+                  f"{r['line_rate_mpps_25g']} | {r['line_rate_pct']} |")
+    print("\n| steer case | frame B | cycles/frame | Mpps | 25G line Mpps | % of one port's line |")
+    print("|---|---|---|---|---|---|")
+    for r in recs:
+        if r.get("block") == "tcp_steer":
             print(f"| {r['case']} | {r['frame_bytes']} | {r['cycles_per_frame']} | {r['mpps']} | "
                   f"{r['line_rate_mpps_25g']} | {r['line_rate_pct']} |")
     w = next(r for r in recs if r.get("block") == "timer_wheel")

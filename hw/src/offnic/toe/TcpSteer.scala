@@ -167,9 +167,13 @@ class TcpSteer(val connections: Int = 4096, val buckets: Int = 1024, val fifoBea
   segQ.io.enq.valid := false.B
   segQ.io.enq.bits.id := vId
   segQ.io.enq.bits.info := head.info
-  when(decide && (!toEngine || segQ.io.enq.ready)) {
+  // Decided in the cycle its first beat may already go (no bubble between frames).
+  private val decideNow = decide && (!toEngine || segQ.io.enq.ready)
+  private val routeNow = Mux(inFrame, route, Mux(toEngine, 1.U, Mux(drop, 2.U, 0.U)))
+  private val go = inFrame || decideNow
+  when(decideNow) {
     inFrame := true.B
-    route := Mux(toEngine, 1.U, Mux(drop, 2.U, 0.U))
+    route := routeNow
     segQ.io.enq.valid := toEngine
     when(toEngine) { count(SteerStat.ToEngine) }.elsewhen(drop) { count(SteerStat.BadDropped) }
       .otherwise { count(SteerStat.ToHost) }
@@ -178,12 +182,12 @@ class TcpSteer(val connections: Int = 4096, val buckets: Int = 1024, val fifoBea
   // ---- The head frame's beats to its output.
   m_axis_host.setBeat(fifo.m_axis.beat)
   m_axis_engine.setBeat(fifo.m_axis.beat)
-  m_axis_host.tvalid := fifo.m_axis.tvalid && inFrame && route === 0.U
-  m_axis_engine.tvalid := fifo.m_axis.tvalid && inFrame && route === 1.U
-  fifo.m_axis.tready := inFrame && MuxLookup(route, true.B)(Seq(
+  m_axis_host.tvalid := fifo.m_axis.tvalid && go && routeNow === 0.U
+  m_axis_engine.tvalid := fifo.m_axis.tvalid && go && routeNow === 1.U
+  fifo.m_axis.tready := go && MuxLookup(routeNow, true.B)(Seq(
     0.U -> m_axis_host.tready, 1.U -> m_axis_engine.tready))
   verdicts.io.deq.ready := false.B
-  holdRsp := inFrame && !started
+  holdRsp := (inFrame && !started) || decideNow
   when(fifo.m_axis.fire) { started := true.B }
   when(fifo.m_axis.fire && fifo.m_axis.tlast) {
     inFrame := false.B
