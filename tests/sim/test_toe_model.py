@@ -43,7 +43,7 @@ from offnic_sim import tcprepair
 from offnic_sim.linuxnet import ETH_P_IP, eth_frame
 from offnic_sim.tcppeer import (ACK, FIN, PSH, RST, SYN, TcpConfig, TcpPeer, TcpState, build_packet, parse_segment,
                                 seq_add, seq_diff, seq_lt, tcp_options)
-from offnic_sim.toe_model import (ConnKey, Engine, EngineParams, Handoff, Memory, St, Tcb, tcb_layout)
+from offnic_sim.toe_model import (ConnKey, Engine, EngineParams, Handoff, Memory, St, Tcb, sack_option, tcb_layout)
 
 SEED = int(os.environ.get("OFFNIC_SEED") or 5150)
 ENGINE_IP = "10.9.0.1"
@@ -183,7 +183,7 @@ class Sim:
     def add(self, k: int, rng: random.Random, *, snd_size=1 << 16, rcv_size=1 << 16, mss=1460, ts=True, ws=True,
             isn_e=None, isn_p=None, e_inflight=b"", e_unsent=b"", e_unread=b"", p_unacked=b"", p_pending=b"",
             host_tx=b"", peer_cfg: TcpConfig | None = None, ts_recent_known=True, close="host",
-            latency=1000) -> Conn:
+            latency=1000, sack=False) -> Conn:
         cfg = peer_cfg or peer_config(mss=mss, timestamps=ts, window_scaling=ws)
         isn_e = rng.getrandbits(32) if isn_e is None else isn_e
         isn_p = rng.getrandbits(32) if isn_p is None else isn_p
@@ -204,7 +204,7 @@ class Sim:
                      write_seq=seq_add(isn_e, len(queue)), rcv_nxt=isn_p, read_seq=read_seq, snd_wnd=w_p,
                      rcv_wnd=w_e, rcv_wup=isn_p, snd_buf=snd_buf, snd_size=snd_size, rcv_buf=rcv_buf,
                      rcv_size=rcv_size, mss=mss, max_window=w_p, wscale_ok=ws, snd_wscale=s_p, rcv_wscale=s_e,
-                     timestamps=ts, ts_val=ts_e, ts_recent=ts_p if ts_recent_known else None)
+                     timestamps=ts, ts_val=ts_e, ts_recent=ts_p if ts_recent_known else None, sack_ok=sack)
         peer = TcpPeer.established(paddr, (key.local_ip, key.local_port), snd_nxt=seq_add(isn_p, len(p_unacked)),
                                    rcv_nxt=isn_e, snd_wnd=w_e, now=self.now / 1e6, mss=mss, snd_wscale=s_e,
                                    rcv_wscale=s_p, window_scaling=ws, timestamps=ts, ts_recent=ts_e, ts_val=ts_p,
@@ -464,11 +464,11 @@ def test_bulk_lossy_wrapping():
         sim.add(k, rng, snd_size=1 << 16, rcv_size=1 << 17, isn_e=2**32 - 3000 - k, isn_p=2**32 - 100 * k - 1,
                 e_inflight=rng.randbytes(4000), e_unsent=rng.randbytes(9000), e_unread=rng.randbytes(700),
                 p_unacked=rng.randbytes(3000), p_pending=rng.randbytes(250_000), host_tx=rng.randbytes(300_000),
-                close=close, latency=rng.choice((200, 1000, 5000)), ts_recent_known=k % 2 == 0)
+                close=close, latency=rng.choice((200, 1000, 5000)), ts_recent_known=k % 2 == 0, sack=k % 2 == 1)
     sim.run_all()
     c = sim.eng.counters
     print(f"  bulk: {sim.now / 1e6:.1f} s simulated; engine {dict(c)}")
-    for key in ("retransmits", "ooo_segments", "bad_checksum", "timeouts"):
+    for key in ("retransmits", "ooo_segments", "bad_checksum", "timeouts", "sack_segs", "dsacks"):
         assert c[key] > 0, f"{key} is 0"
     assert c["fast_retransmits"] > 0
     for x in sim.conns:
@@ -502,7 +502,8 @@ def random_conn(sim: Sim, k: int, rng: random.Random) -> Conn:
     x = sim.add(k, rng, snd_size=snd_size, rcv_size=rcv_size, mss=mss, ts=ts, ws=ws, isn_e=isn(), isn_p=isn(),
                 e_inflight=e_inflight, e_unsent=e_unsent, e_unread=e_unread, p_unacked=p_unacked,
                 p_pending=random_bytes(rng, size(1)), host_tx=host_tx, peer_cfg=cfg,
-                ts_recent_known=rng.random() < 0.5, close=close, latency=rng.choice((100, 1000, 1000, 20000)))
+                ts_recent_known=rng.random() < 0.5, close=close, latency=rng.choice((100, 1000, 1000, 20000)),
+                sack=k % 3 == 0)                         # (from k: the other draws stay as they were)
     if rng.random() < 0.15:
         x.stall_until = T0 + rng.randrange(100_000, 3_000_000)
     if rng.random() < 0.1:
@@ -530,7 +531,8 @@ def test_thousands_at_once():
           f"engine {dict(c)}")
     assert c["rst_accepted"] + c["fin_wait_2_expired"] >= closes["rst"]
     for key in ("retransmits", "timeouts", "fast_retransmits", "probes", "bad_checksum", "ooo_segments",
-                "zero_window_sent", "window_updates", "delayed_acks", "paws_drops", "unacceptable"):
+                "zero_window_sent", "window_updates", "delayed_acks", "paws_drops", "unacceptable", "sack_segs",
+                "dsacks"):
         assert c[key] > 0, f"{key} is 0"
     assert not sim.eng.tcbs and len(sim.eng._free) - sim.eng._free_head == sim.eng.p.max_conns
     assert all(w == -1 for w in sim.eng._wheel), "the timer wheel kept a connection"
@@ -547,7 +549,7 @@ class Solo:
 
     def __init__(self, params: EngineParams | None = None, *, mss=1460, ts=True, ws=True, snd_size=1 << 16,
                  rcv_size=1 << 16, isn_e=2**32 - 10, isn_p=2**32 - 20, snd_wnd=1 << 16, queued=b"", inflight=0,
-                 ts_recent: int | None = 5000, unread=b""):
+                 ts_recent: int | None = 5000, unread=b"", sack=False):
         self.mem = Memory(1 << 22)
         self.eng = Engine(self.mem, params or sim_params())
         self.now = T0
@@ -564,7 +566,7 @@ class Solo:
                           rcv_wnd=(rcv_size - len(unread)) >> s << s, rcv_wup=isn_p, snd_buf=self.snd_buf,
                           snd_size=snd_size, rcv_buf=self.rcv_buf, rcv_size=rcv_size, mss=mss, max_window=snd_wnd,
                           wscale_ok=ws, snd_wscale=s if ws else 0, rcv_wscale=s, timestamps=ts, ts_val=777,
-                          ts_recent=ts_recent)
+                          ts_recent=ts_recent, sack_ok=sack)
         self.c = self.eng.install(self.key, self.hs, T0)
         self.p_seq = isn_p                 # the peer's next sequence number
         self.p_ts = (ts_recent or 5000) + 1
@@ -576,10 +578,13 @@ class Solo:
         return self.eng.tcb(self.c)
 
     def seg(self, *, seq: int | None = None, payload: bytes = b"", flags: int = ACK, ack: int | None = None,
-            wnd: int | None = None, ts: bool = True, tsval: int | None = None) -> bytes:
+            wnd: int | None = None, ts: bool = True, tsval: int | None = None,
+            sack: list[tuple[int, int]] | None = None) -> bytes:
         if ts and tsval is None:
             self.p_ts += 1
         opts = tcp_options(ts=(self.p_ts if tsval is None else tsval, 0)) if ts else b""
+        if sack:
+            opts += sack_option(sack)
         t = self.eng.tcbs.get(self.c)
         if ack is None:
             ack = t.snd_max if t else 0
@@ -590,7 +595,8 @@ class Solo:
         return eth_frame(ENGINE_MAC, PEER_MAC, ETH_P_IP, pkt)
 
     def collect(self) -> list:
-        segs = [parse_segment(f[14:]) for f in self.eng.take_wire()]
+        self.frames = self.eng.take_wire()             # the wire bytes of what collect() returns
+        segs = [parse_segment(f[14:]) for f in self.frames]
         self.out += segs
         return segs
 
@@ -718,6 +724,114 @@ def test_out_of_order_four_ranges():
     assert len(got) == 10_000 and got[1700:] == data[1700:]
     assert so.eng.counters["ooo_drops"] == 1
     assert so.t.ooo_n == 0
+
+
+def tcp_opts(frame: bytes) -> bytes:
+    """The TCP options of an engine frame (IPv4 without options)."""
+    return frame[14 + 40:14 + 20 + (frame[14 + 32] >> 4) * 4]
+
+
+def sack_wire(base: int, *blocks: tuple[int, int]) -> bytes:
+    """NOP NOP SACK as it must appear on the wire, blocks given as offsets from base."""
+    out = bytes((1, 1, 5, 2 + 8 * len(blocks)))
+    for a, b in blocks:
+        out += seq_add(base, a).to_bytes(4, "big") + seq_add(base, b).to_bytes(4, "big")
+    return out
+
+
+def test_sack_blocks_layouts():
+    """SACK negotiated: every ACK while ranges are held carries NOP NOP TS + NOP NOP SACK,
+    at most 3 blocks beside timestamps: first the range holding the latest out-of-order
+    segment, then the others nearest rcv_nxt first; the flag moves with its range when
+    gaps fill and goes when its range is delivered. A segment that would make a 5th
+    range is dropped (held ranges were reported: never reneged). D-SACK: the first
+    segment in answer to payload below rcv_nxt reports it first. Checked on the wire
+    bytes (sequence numbers wrap across 2^32 here)."""
+    so = Solo(sack=True)
+    data = rng_for("sack").randbytes(10_000)
+    base = so.p_seq
+
+    def at(a: int, b: int, *blocks: tuple[int, int], ack: int) -> None:
+        out = so.data(data[a:b], seq=seq_add(base, a))
+        assert [(s.ack, len(s.payload)) for s in out] == [(seq_add(base, ack), 0)], (a, b)
+        opts = tcp_opts(so.frames[0])
+        assert opts[:4] == b"\x01\x01\x08\x0a" and len(opts) == 12 + (4 + 8 * len(blocks) if blocks else 0)
+        assert opts[12:] == (sack_wire(base, *blocks) if blocks else b""), (a, b, opts[12:].hex())
+    at(3000, 3500, (3000, 3500), ack=0)
+    at(1000, 1500, (1000, 1500), (3000, 3500), ack=0)
+    at(5000, 5500, (5000, 5500), (1000, 1500), (3000, 3500), ack=0)
+    at(7000, 7500, (7000, 7500), (1000, 1500), (3000, 3500), ack=0)     # 4 held, 3 fit
+    at(3500, 4000, (3000, 4000), (1000, 1500), (5000, 5500), ack=0)     # merged: its range first
+    at(2000, 2100, (3000, 4000), (1000, 1500), (5000, 5500), ack=0)     # a 5th: dropped, nothing changes
+    c = so.eng.counters
+    assert (c["ooo_drops"], c["ooo_evictions"], so.t.ooo_n) == (1, 0, 4)
+    at(0, 1000, (3000, 4000), (5000, 5500), (7000, 7500), ack=1500)     # the flag moved down with its range
+    at(1500, 3000, (5000, 5500), (7000, 7500), ack=4000)                # its range delivered: nearest first
+    assert so.t.ooo_recent == 0
+    at(100, 600, (100, 600), (5000, 5500), (7000, 7500), ack=4000)      # D-SACK: wholly duplicate
+    at(3900, 4200, (3900, 4000), (5000, 5500), (7000, 7500), ack=4200)  # D-SACK: the duplicate part
+    at(4200, 4300, (5000, 5500), (7000, 7500), ack=4300)                # in order while held: ACK at once
+    at(4300, 5000, (7000, 7500), ack=5500)
+    at(5500, 7000, ack=7500)                                            # nothing held: no SACK option
+    at(7000, 7100, (7000, 7100), ack=7500)                              # (the same for a retransmission)
+    assert c["dsacks"] == 3 and so.received() == data[:7500]
+
+
+def test_sack_option_room_and_switches():
+    """Without timestamps 4 blocks fit (NOP NOP SACK(34)); the engine's data segments
+    carry the blocks too, their payload shortened by the option (Linux's tcp_current_mss):
+    1460 - 36 here, 1448 - 28 with timestamps. No SACK option when the handoff did not
+    negotiate SACK or EngineParams.sack is off (then the farthest range is forgotten)."""
+    data = rng_for("sackroom").randbytes(10_000)
+    for ts, room in ((False, 1460 - 36), (True, 1448 - 28)):
+        so = Solo(sack=True, ts=ts)
+        base = so.p_seq
+        for a in (1000, 3000, 5000, 7000):
+            so.data(data[a:a + 100], seq=seq_add(base, a))
+        blocks = [(7000, 7100), (1000, 1100), (3000, 3100), (5000, 5100)][:4 if not ts else 3]
+        assert tcp_opts(so.frames[0])[12 if ts else 0:] == sack_wire(base, *blocks)
+        so.mem.ring_write(so.snd_buf, so.snd_size, so.t.write_seq, data[:3000])
+        so.eng.host_send(so.c, seq_add(so.t.write_seq, 3000), so.now)
+        segs = so.collect()
+        assert [len(s.payload) for s in segs] == [room, room, 3000 - 2 * room]
+        assert all(tcp_opts(f)[12 if ts else 0:] == sack_wire(base, *blocks) for f in so.frames)
+        assert all(len(f) == 14 + 20 + 20 + (12 if ts else 0) + 36 - 8 * ts + len(s.payload)
+                   for f, s in zip(so.frames, segs))
+        assert max(len(f) for f in so.frames) == 14 + 1500
+    for so in (Solo(sack=False), Solo(sim_params(sack=False), sack=True)):
+        base = so.p_seq
+        for a in (1000, 2000, 3000, 4000, 500):
+            so.data(data[a:a + 100], seq=seq_add(base, a))
+            assert len(tcp_opts(so.frames[0])) == 12
+        assert so.eng.counters["ooo_evictions"] == 1 and so.eng.counters["sack_segs"] == 0
+
+
+def test_received_sack_blocks_ignored():
+    """The engine as a sender ignores SACK blocks (no scoreboard): duplicate ACKs that
+    carry them drive the same fast retransmit and NewReno recovery, segment for segment,
+    as the same ACKs without them."""
+    runs = []
+    for with_sack in (False, True):
+        so = Solo(sack=True, queued=rng_for("sackin").randbytes(30_000))
+        una = so.hs.snd_una
+        assert len(so.out) == 10
+        seg = 1448
+
+        def sacked(*k: int) -> list[tuple[int, int]] | None:
+            return [(seq_add(una, i * seg), seq_add(una, (i + 1) * seg)) for i in k] if with_sack else None
+        so.feed(so.seg(ack=seq_add(una, seg)))                     # segment 0 arrived; 1 and 4 lost
+        for k in ((2,), (3, 2), (5, 3), (6, 5), (7, 6)):
+            so.feed(so.seg(ack=seq_add(una, seg), sack=sacked(*k)))
+        so.feed(so.seg(ack=seq_add(una, 4 * seg), sack=sacked(5, 7)))  # partial ACK: 4 is next
+        so.feed(so.seg(ack=seq_add(una, 10 * seg)))
+        runs.append((so.eng.take_wire(), [s for s in so.out], dict(so.eng.counters)))
+        c = so.eng.counters
+        assert (c["fast_retransmits"], c["partial_acks"], c["timeouts"]) == (1, 2, 0), dict(c)   # 10: partial too
+        rtx = [s.seq for s in so.out[10:] if seq_lt(s.seq, seq_add(una, 10 * seg))]
+        assert rtx == [seq_add(una, seg), seq_add(una, 4 * seg)]
+    (_, out0, c0), (_, out1, c1) = runs
+    assert [(s.seq, s.ack, s.flags, s.payload, s.ts) for s in out0] == \
+        [(s.seq, s.ack, s.flags, s.payload, s.ts) for s in out1] and c0 == c1
 
 
 def test_rto_backoff_on_the_wheel_and_give_up():
