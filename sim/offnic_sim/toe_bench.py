@@ -9,7 +9,9 @@ one (toe_report.py runs each on its own design and writes results/bench-toe.json
   wire;
 - wheel: arms back to back, then expiries of thousands of timers due on one tick;
 - steer: back-to-back frames (half of them segments of installed connections) through the
-  receive front (parser, table lookup, frame FIFO, output choice), cycles per frame.
+  receive front (parser, table lookup, frame FIFO, output choice), cycles per frame;
+- header: pure ACKs (with timestamps; with timestamps and 3 SACK blocks) built back to
+  back, cycles per segment.
 Results go to the JSON file named in the bench settings (`out`).
 """
 from __future__ import annotations
@@ -237,4 +239,46 @@ async def steer(dut):
                      "mpps": round(CLOCK_MHZ / per, 2), "line_rate_mpps_25g": round(1e3 / wire_ns, 2),
                      "to_engine": eng}
         await ClockCycles(d.clock, 50)
+    _write(out)
+
+
+@cocotb.test()
+async def header(dut):
+    cfg = bench_config()
+    rng = random.Random(cfg.get("seed", 1))
+    d = dut
+    Clock(d.clock, 4, unit="ns").start()
+    d.reset.value = 1
+    d.s_hdr_valid.value = 0
+    d.m_axis_tready.value = 1
+    await ClockCycles(d.clock, 4)
+    await FallingEdge(d.clock)
+    d.reset.value = 0
+    out = {}
+    for kind, sack in (("ack_ts", 0), ("ack_ts_sack3", 3)):
+        for name, v in (("dstMac", rng.getrandbits(48)), ("srcMac", rng.getrandbits(48)), ("srcIp", 1), ("dstIp", 2),
+                        ("sport", 80), ("dport", 40000), ("flags", 0x10), ("window", 1000), ("tsPresent", 1),
+                        ("sackN", sack), ("payloadLen", 0), ("payloadSum", 0)):
+            getattr(d, f"s_hdr_bits_{name}").value = v
+        n, taken, cyc, first, last, ends = 400, 0, 0, None, None, 0
+        await FallingEdge(d.clock)  # one sample per clock: at each falling edge, 1 ns in
+        while ends < n:
+            d.s_hdr_bits_seq.value = rng.getrandbits(32)
+            d.s_hdr_valid.value = int(taken < n)
+            await Timer(1, "ns")
+            cyc += 1
+            if taken < n and d.s_hdr_ready.value:
+                taken += 1
+            if d.m_axis_tvalid.value and d.m_axis_tlast.value:
+                ends += 1
+                first = cyc if first is None else first
+                last = cyc
+            await FallingEdge(d.clock)
+        d.s_hdr_valid.value = 0
+        per = (last - first) / (n - 1)
+        frame = max(60, 54 + 12 + (4 + 8 * sack if sack else 0)) + 4
+        wire_ns = (frame + 20) * 8 / 25.0
+        out[kind] = {"frame_bytes": frame, "cycles_per_frame": round(per, 3), "mpps": round(CLOCK_MHZ / per, 2),
+                     "line_rate_mpps_25g": round(1e3 / wire_ns, 2)}
+        await ClockCycles(d.clock, 20)
     _write(out)

@@ -99,6 +99,10 @@ def main(args: list[str], rel=str) -> int:
     for kind, v in r.items():
         recs.append({"case": f"steer_{kind}", "block": "tcp_steer", "connections": 8, "mss": None, "gbps": None,
                      "line_rate_pct": round(100 * v["mpps"] / v["line_rate_mpps_25g"], 1), **v})
+    r = run("header", Design.of("toe.TcpHeaderBuild"), "header")
+    for kind, v in r.items():
+        recs.append({"case": f"header_{kind}", "block": "tcp_header_build", "connections": None, "mss": None,
+                     "gbps": None, "line_rate_pct": round(100 * v["mpps"] / v["line_rate_mpps_25g"], 1), **v})
     r = run("wheel", Design.of("toe.TimerWheel", connections=4096, slots=1024), "wheel", connections=4096, slots=1024)
     recs.append({"case": "timer_wheel_4096", "block": "timer_wheel", "mss": None, "gbps": None,
                  "line_rate_pct": None, **r})
@@ -129,6 +133,10 @@ def main(args: list[str], rel=str) -> int:
         if r.get("block") == "tcp_steer":
             print(f"| {r['case']} | {r['frame_bytes']} | {r['cycles_per_frame']} | {r['mpps']} | "
                   f"{r['line_rate_mpps_25g']} | {r['line_rate_pct']} |")
+    for r in recs:
+        if r.get("block") == "tcp_header_build":
+            print(f"header builder, {r['case']}: {r['cycles_per_frame']} cycles per segment, {r['mpps']} Mpps "
+                  f"({r['line_rate_pct']}% of one 25G port's rate for {r['frame_bytes']} B frames)")
     w = next(r for r in recs if r.get("block") == "timer_wheel")
     print(f"\ntimer wheel ({w['connections']} timers, {w['slots']} slots): {w['cycles_per_arm']} cycles per arm "
           f"({w['arms_per_s'] / 1e6:.1f} M/s), {w['cycles_per_expiry']} per expiry ({w['expiries_per_s'] / 1e6:.1f} M/s)")
