@@ -55,7 +55,7 @@ async def conn_table(dut):
     # succeed after many moves and walks that fail and are undone, lookups streaming.
     dut._log.info("crowded: 32 slots")
     tb.gap, tb.stall = 0.2, 0.2
-    crowd = [k for k in (rng.getrandbits(ctm.KEY_BITS) for _ in range(3000))
+    crowd = [k for k in (rng.getrandbits(ctm.KEY_BITS) for _ in range(8000))
              if all(b < 4 for b in tb.model.buckets_of(k))]
     live, fulls, walked = [], 0, 0
     for k in crowd:
@@ -64,13 +64,13 @@ async def conn_table(dut):
             live.append(k)
             walked += out.kicks > 0
         fulls += out.status == ctm.FULL
-        if fulls == 8:
+        if fulls >= 8 and walked >= 3:  # enough of both (the mix depends on the seed)
             break
         if fulls and rng.random() < 0.5:  # free a slot now and then: the walks find it
             assert (await tb.command(True, live.pop(rng.randrange(len(live))))).status == ctm.OK
         tb.lookups += [rng.choice(live) for _ in range(3)] + [k]
     await tb.settle()
-    assert fulls == 8 and walked >= 3, (fulls, walked)
+    assert fulls >= 8 and walked >= 3, (fulls, walked)
     dut._log.info(f"{len(live)} keys in 32 slots, {walked} inserts placed by walks, {fulls} undone")
     for k in live:
         assert (await tb.command(True, k)).status == ctm.OK
