@@ -207,7 +207,9 @@ async def reasm_off(dut):
     for f in frames:
         await tb.ports[0].send(f)
     got = await receive_all(drv, [0], lambda g: len(g) >= len(frames))
-    assert [p.data for p in got] == frames and not any(p.reassembled for p in got)
+    # (frames under 60 bytes, such as a short last fragment, arrive with the MAC's padding)
+    assert [p.data for p in got] == [f + bytes(max(0, 60 - len(f))) for f in frames]
+    assert not any(p.reassembled for p in got)
     assert (await drv.counters("reasm"))["fragments"] == 0
 
 
