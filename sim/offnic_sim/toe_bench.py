@@ -38,6 +38,29 @@ def _write(rec: dict) -> None:
     Path(bench_config()["out"]).write_text(json.dumps(rec, indent=1) + "\n")
 
 
+def frame_rate(frame_bytes: int, cycles_per_frame: float) -> dict:
+    """A frame rate at the clock and a 25G port's line rate for frames of `frame_bytes`
+    (with FCS; preamble and gap added)."""
+    wire_ns = (frame_bytes + 20) * 8 / 25.0
+    return {"frame_bytes": frame_bytes, "cycles_per_frame": round(cycles_per_frame, 3),
+            "mpps": round(CLOCK_MHZ / cycles_per_frame, 2), "line_rate_mpps_25g": round(1e3 / wire_ns, 2)}
+
+
+async def cycles_per_event(clock, n: int, events) -> float:
+    """Clock cycles per event, first to last, until `n` events: `events()` says how many
+    happen in the cycle (sampled at each rising edge)."""
+    seen, first, last, cyc = 0, None, None, 0
+    while seen < n:
+        await RisingEdge(clock)
+        cyc += 1
+        k = events()
+        if k:
+            seen += k
+            first = cyc if first is None else first
+            last = cyc
+    return (last - first) / (n - 1)
+
+
 @cocotb.test()
 async def table(dut):
     cfg = bench_config()
@@ -112,18 +135,8 @@ async def parser(dut):
         frames = [parser_frames(kind, rng) for _ in range(n)]
         for f in frames:
             await src.send(AxiStreamFrame(f))
-        seen, first, last, cyc = 0, None, None, 0
-        while seen < n:
-            await RisingEdge(dut.clock)
-            cyc += 1
-            if dut.m_info_valid.value and dut.m_info_ready.value:
-                seen += 1
-                first = cyc if first is None else first
-                last = cyc
-        per = (last - first) / (n - 1)
-        wire_ns = (len(frames[0]) + 4 + 20) * 8 / 25.0  # FCS, preamble and gap
-        out[kind] = {"frame_bytes": len(frames[0]) + 4, "cycles_per_frame": round(per, 3),
-                     "mpps": round(CLOCK_MHZ / per, 2), "line_rate_mpps_25g": round(1e3 / wire_ns, 2)}
+        per = await cycles_per_event(dut.clock, n, lambda: int(dut.m_info_valid.value and dut.m_info_ready.value))
+        out[kind] = frame_rate(len(frames[0]) + 4, per)
         await ClockCycles(dut.clock, 20)
     _write(out)
 
@@ -160,15 +173,7 @@ async def wheel(dut):
     await ClockCycles(d.clock, 10)  # the last insert finishing
     assert int(d.status_armed.value) == n
     d.cfg_tick_cycles.value = 2  # the tick comes: every timer expires
-    seen, first, last, cyc = 0, None, None, 0
-    while seen < n:
-        await RisingEdge(d.clock)
-        cyc += 1
-        if d.expired_valid.value and d.expired_ready.value:
-            seen += 1
-            first = cyc if first is None else first
-            last = cyc
-    exp_cycles = (last - first) / (n - 1)
+    exp_cycles = await cycles_per_event(d.clock, n, lambda: int(d.expired_valid.value and d.expired_ready.value))
     _write({"connections": n, "slots": cfg["slots"], "cycles_per_arm": round(arm_cycles, 3),
             "arms_per_s": round(CLOCK_MHZ * 1e6 / arm_cycles), "cycles_per_expiry": round(exp_cycles, 3),
             "expiries_per_s": round(CLOCK_MHZ * 1e6 / exp_cycles)})
@@ -222,22 +227,18 @@ async def steer(dut):
             frames.append(bytes(f))
         for f in frames:
             await src.send(AxiStreamFrame(f))
-        seen, first, last, cyc, eng = 0, None, None, 0, 0
-        while seen < n:
-            await RisingEdge(d.clock)
-            cyc += 1
-            for o in ("host", "engine"):
+        ends = {"host": 0, "engine": 0}
+
+        def frame_ends() -> int:
+            k = 0
+            for o in ends:
                 if getattr(d, f"m_axis_{o}_tvalid").value and getattr(d, f"m_axis_{o}_tready").value \
                         and getattr(d, f"m_axis_{o}_tlast").value:
-                    seen += 1
-                    eng += o == "engine"
-                    first = cyc if first is None else first
-                    last = cyc
-        per = (last - first) / (n - 1)
-        wire_ns = (len(frames[0]) + 4 + 20) * 8 / 25.0
-        out[kind] = {"frame_bytes": len(frames[0]) + 4, "cycles_per_frame": round(per, 3),
-                     "mpps": round(CLOCK_MHZ / per, 2), "line_rate_mpps_25g": round(1e3 / wire_ns, 2),
-                     "to_engine": eng}
+                    ends[o] += 1
+                    k += 1
+            return k
+        per = await cycles_per_event(d.clock, n, frame_ends)
+        out[kind] = {**frame_rate(len(frames[0]) + 4, per), "to_engine": ends["engine"]}
         await ClockCycles(d.clock, 50)
     _write(out)
 
@@ -275,10 +276,6 @@ async def header(dut):
                 last = cyc
             await FallingEdge(d.clock)
         d.s_hdr_valid.value = 0
-        per = (last - first) / (n - 1)
-        frame = max(60, 54 + 12 + (4 + 8 * sack if sack else 0)) + 4
-        wire_ns = (frame + 20) * 8 / 25.0
-        out[kind] = {"frame_bytes": frame, "cycles_per_frame": round(per, 3), "mpps": round(CLOCK_MHZ / per, 2),
-                     "line_rate_mpps_25g": round(1e3 / wire_ns, 2)}
+        out[kind] = frame_rate(max(60, 54 + 12 + (4 + 8 * sack if sack else 0)) + 4, (last - first) / (n - 1))
         await ClockCycles(d.clock, 20)
     _write(out)

@@ -121,18 +121,13 @@ def main(args: list[str], rel=str) -> int:
         if r.get("block") == "conn_table":
             print(f"| {r['slots']} | {r['connections_nic']} | {r['load_factor']:.3f} | {r['moves_per_insert']} | "
                   f"{r['installs_per_s'] / 1e6:.1f} M | {r['restores_per_s'] / 1e6:.1f} M | {r['lookups_per_cycle']} |")
-    print("\n| parser case | frame B | cycles/frame | Mpps | 25G line Mpps | % of line |")
-    print("|---|---|---|---|---|---|")
-    for r in recs:
-        if r.get("block") == "tcp_parser":
-            print(f"| {r['case']} | {r['frame_bytes']} | {r['cycles_per_frame']} | {r['mpps']} | "
-                  f"{r['line_rate_mpps_25g']} | {r['line_rate_pct']} |")
-    print("\n| steer case | frame B | cycles/frame | Mpps | 25G line Mpps | % of one port's line |")
-    print("|---|---|---|---|---|---|")
-    for r in recs:
-        if r.get("block") == "tcp_steer":
-            print(f"| {r['case']} | {r['frame_bytes']} | {r['cycles_per_frame']} | {r['mpps']} | "
-                  f"{r['line_rate_mpps_25g']} | {r['line_rate_pct']} |")
+    for block, name in (("tcp_parser", "parser"), ("tcp_steer", "steer")):
+        print(f"\n| {name} case | frame B | cycles/frame | Mpps | 25G line Mpps | % of one port's line |")
+        print("|---|---|---|---|---|---|")
+        for r in recs:
+            if r.get("block") == block:
+                print(f"| {r['case']} | {r['frame_bytes']} | {r['cycles_per_frame']} | {r['mpps']} | "
+                      f"{r['line_rate_mpps_25g']} | {r['line_rate_pct']} |")
     for r in recs:
         if r.get("block") == "tcp_header_build":
             print(f"header builder, {r['case']}: {r['cycles_per_frame']} cycles per segment, {r['mpps']} Mpps "
