@@ -351,7 +351,8 @@ class ConnTable(val connections: Int = 4096, val buckets: Int = 1024, val maxKic
           count(ConnStat.Inserts)
           respond(ConnStatus.Ok, newHome.id)
         }.otherwise {
-          // Both full: walk from table 0.
+          // Both full: walk from table 0 (the new id waits in `res` for the answer).
+          res.id := newHome.id
           curT := 0.U
           curBucket := fBucket(0)
           pathLen := 0.U
@@ -429,11 +430,6 @@ class ConnTable(val connections: Int = 4096, val buckets: Int = 1024, val maxKic
     }
   }
 
-  // The id of an insert that walks: kept in `res.id` from Decide (respond() sets it last).
-  when(st === S.Decide && !fDelete && !(match0.asUInt.orR || match1.asUInt.orR) && pool.head.valid &&
-       free0 === 0.U && free1 === 0.U) {
-    res.id := newHome.id
-  }
 }
 
 object ConnTable extends Elaboratable {
