@@ -53,11 +53,8 @@ object FragBad {
   *
   * Everything the lane ranges need (tag, IHL, total length, flags) is in the first 32-byte
   * beat, and no payload byte is: the ranges are registered there and used from beat 1 on.
-  * Two [[OnesSum]] trees sum the IP header and the payload of every beat; the header is
-  * good when its sum is 0xFFFF (one's complement zero).
-  *
-  * Flow control: a frame may start only while the info queue has room for it (`open`
-  * counts infos promised and not yet taken), so the sum pipeline never stalls.
+  * [[FrameSums]] sums the IP header and the payload and gates frame starts on the info
+  * queue's room; the header is good when its sum is 0xFFFF (one's complement zero).
   */
 class FragParser(val p: AxisParams, val infoDepth: Int = 8) extends Module {
   require(p.dataBytes == 32, "FragParser is written for 32-byte beats")
@@ -67,25 +64,19 @@ class FragParser(val p: AxisParams, val infoDepth: Int = 8) extends Module {
 
   private val infoQ = Module(new Queue(new FragInfo, infoDepth))
   m_info <> infoQ.io.deq
-  private val open = RegInit(0.U(log2Ceil(infoDepth + 1).W))
-
-  private val inFrame = RegInit(false.B)
-  private val mayTake = inFrame || open =/= infoDepth.U
-  m_axis.tvalid := s_axis.tvalid && mayTake
-  m_axis.setBeat(s_axis.beat)
-  s_axis.tready := m_axis.tready && mayTake
-  private val fire = s_axis.fire
-  private val first = !inFrame
-  open := open + (fire && first).asUInt - m_info.fire.asUInt
-
-  // ---- Beat position (saturating: frames are at most ~64 KiB + headers)
-  private val beat = RegInit(0.U(12.W))
-  when(fire) {
-    inFrame := !s_axis.tlast
-    beat := Mux(s_axis.tlast, 0.U, Mux(beat.andR, beat, beat + 1.U))
-  }
-  private val lane = s_axis.tdata.asTypeOf(Vec(32, UInt(8.W)))
+  private val sums = Module(new FrameSums(p, infoDepth))
+  sums.s_axis <> s_axis
+  m_axis <> sums.m_axis
+  sums.taken := m_info.fire
+  private val fire = sums.pos.fire
+  private val first = sums.pos.first
+  private val beat = sums.pos.beat
+  private val lane = sums.pos.lane
   private def be16(hi: UInt, lo: UInt): UInt = Cat(hi, lo)
+  // Untagged, the TOS byte's DSCP and the flags byte's reserved bit are read by nothing
+  // (tagged, those lanes hold other fields). unused_* tells Verilator's lint so.
+  private val unused_untagged_bits = WireDefault(Cat(lane(15)(7, 2), lane(24)(7)))
+  dontTouch(unused_untagged_bits)
 
   // ---- Beat 0: the fields at an untagged and a tagged offset, picked by the tag.
   private val vlan0 = be16(lane(12), lane(13)) === 0x8100.U
@@ -149,57 +140,19 @@ class FragParser(val p: AxisParams, val infoDepth: Int = 8) extends Module {
   facts.io.enq.bits.hdr := hdr
   facts.io.enq.bits.srcDst := srcDst
 
-  // ---- Lane ranges of this beat for the header and the payload sums.
-  private val ipStart = Mux(hdr.vlan, 18.U(7.W), 14.U(7.W))
-  private val pStart = hdr.pStart
-  private val pEnd = hdr.pStart +& hdr.n // up to 78 + 65535
-  private val base = Cat(beat, 0.U(5.W)) // byte offset of this beat
-  private def laneOf(x: UInt): UInt = Mux(x <= base, 0.U, Mux(x - base >= 32.U, 32.U, (x - base)(5, 0)))
-  private val keepEnd = PopCount(s_axis.tkeep)
-  private def min(a: UInt, b: UInt): UInt = Mux(a < b, a, b)
-
-  private val hSum = Module(new OnesSum(32))
-  hSum.in.valid := fire
-  hSum.in.bits.data := s_axis.tdata
-  hSum.in.bits.start := laneOf(ipStart)
-  hSum.in.bits.end := min(laneOf(pStart), keepEnd)
-  private val pSum = Module(new OnesSum(32))
-  pSum.in.valid := fire
-  pSum.in.bits.data := s_axis.tdata
-  pSum.in.bits.start := laneOf(pStart)
-  pSum.in.bits.end := min(laneOf(pEnd), keepEnd)
-
-  // Side information travels with each beat through the sum trees' latency.
-  class Side extends Bundle {
-    val first = Bool()
-    val last = Bool()
-    val len = UInt(18.W) // frame bytes up to and including this beat (saturating region)
-  }
-  private val side = Wire(new Side)
-  side.first := first
-  side.last := s_axis.tlast
-  side.len := base +& keepEnd
-  private val sideAt = ShiftRegister(side, hSum.latency)
-  private val sumValid = hSum.out.valid && pSum.out.valid // the same cycle: one latency
-
-  private val hAcc = Reg(UInt(20.W))
-  private val pAcc = Reg(UInt(20.W))
-  private def acc(a: UInt, add: UInt, restart: Bool): UInt = {
-    val prev = Mux(restart, 0.U, a(15, 0) +& a(19, 16))
-    (prev +& add)(19, 0)
-  }
-  when(sumValid) {
-    hAcc := acc(hAcc, hSum.out.bits, sideAt.first)
-    pAcc := acc(pAcc, pSum.out.bits, sideAt.first)
-  }
-  private val done = RegNext(sumValid && sideAt.last, false.B)
-  private val frameLen = RegEnable(sideAt.len, sumValid && sideAt.last)
+  // ---- The sums: the IP header and the payload.
+  sums.ranges.aStart := Mux(hdr.vlan, 18.U, 14.U)
+  sums.ranges.aEnd := hdr.pStart
+  sums.ranges.bStart := hdr.pStart
+  sums.ranges.bEnd := hdr.pStart +& hdr.n // up to 78 + 65535
+  private val done = sums.out.valid
+  private val frameLen = sums.out.bits.len
 
   // ---- One cycle after the last sum: classify.
   private val f = facts.io.deq.bits.hdr
   facts.io.deq.ready := done
-  private val hFold = OnesSum.fold(hAcc)
-  private val pFold = OnesSum.fold(pAcc)
+  private val hFold = OnesSum.fold(sums.out.bits.aSum)
+  private val pFold = OnesSum.fold(sums.out.bits.bSum)
   private val offUnits = f.flags(12, 0)
   private val ipStartF = Mux(f.vlan, 18.U, 14.U)
   private val isFrag = f.isIp && frameLen >= ipStartF +& 8.U && (f.flags(13) || offUnits =/= 0.U)

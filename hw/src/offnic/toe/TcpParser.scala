@@ -4,7 +4,7 @@ import chisel3._
 import chisel3.util._
 import offnic.{Elaboratable, Params}
 import offnic.axis.{AxisIO, AxisParams}
-import offnic.offload.OnesSum
+import offnic.offload.{FrameSums, OnesSum}
 
 /** What the TCP engine needs to know about one received frame. */
 class TcpInfo extends Bundle {
@@ -62,11 +62,10 @@ object TcpBad {
   * later timestamp replaces an earlier one), one option or two NOPs per cycle: Linux's
   * NOP NOP TS NOP NOP SACK in 5 cycles.
   *
-  * The header bytes (up to frame byte 98) are captured from the first four beats; two
-  * [[OnesSum]] trees sum the IP header and the TCP segment of every beat.
-  *
-  * Flow control: a frame may start only while fewer than `infoDepth` frames wait for
-  * their info, so nothing inside ever overflows or stalls.
+  * The header bytes (up to frame byte 98) are captured from the first four beats;
+  * [[FrameSums]] sums the IP header and the TCP segment and lets a frame start only while
+  * fewer than `infoDepth` frames wait for their info, so nothing inside ever overflows or
+  * stalls.
   */
 class TcpParser(val p: AxisParams = AxisParams(32), val infoDepth: Int = 8) extends Module {
   require(p.dataBytes == 32, "TcpParser is written for 32-byte beats")
@@ -75,22 +74,14 @@ class TcpParser(val p: AxisParams = AxisParams(32), val infoDepth: Int = 8) exte
   val m_info = IO(Decoupled(new TcpInfo))
 
   private val hdrBytes = 100 // a tagged frame's TCP header ends by byte 38 + 60 = 98
-  private val open = RegInit(0.U(log2Ceil(infoDepth + 1).W))
-  private val inFrame = RegInit(false.B)
-  private val mayTake = inFrame || open =/= infoDepth.U
-  m_axis.tvalid := s_axis.tvalid && mayTake
-  m_axis.setBeat(s_axis.beat)
-  s_axis.tready := m_axis.tready && mayTake
-  private val fire = s_axis.fire
-  private val first = !inFrame
-  open := open + (fire && first).asUInt - m_info.fire.asUInt
-
-  private val beat = RegInit(0.U(12.W))
-  when(fire) {
-    inFrame := !s_axis.tlast
-    beat := Mux(s_axis.tlast, 0.U, Mux(beat.andR, beat, beat + 1.U))
-  }
-  private val lane = s_axis.tdata.asTypeOf(Vec(32, UInt(8.W)))
+  private val sums = Module(new FrameSums(p, infoDepth))
+  sums.s_axis <> s_axis
+  m_axis <> sums.m_axis
+  sums.taken := m_info.fire
+  private val fire = sums.pos.fire
+  private val first = sums.pos.first
+  private val beat = sums.pos.beat
+  private val lane = sums.pos.lane
 
   // ---- Header bytes: captured beat by beat; `hv` is the view with this beat's lanes.
   private val hdr = Reg(Vec(hdrBytes, UInt(8.W)))
@@ -117,47 +108,14 @@ class TcpParser(val p: AxisParams = AxisParams(32), val infoDepth: Int = 8) exte
   private val rReg = RegEnable(r0, fire && first)
   private val r = Mux(first, r0, rReg)
 
-  // ---- Sums of every beat: the IP header [ip, ip + 20) and the segment [ip + 20, ipEnd).
-  private val base = Cat(beat, 0.U(5.W))
-  private def laneOf(x: UInt): UInt = Mux(x <= base, 0.U, Mux(x - base >= 32.U, 32.U, (x - base)(5, 0)))
-  private val keepEnd = PopCount(s_axis.tkeep)
-  private def min(a: UInt, b: UInt): UInt = Mux(a < b, a, b)
+  // ---- The sums: the IP header [ip, ip + 20) and the segment [ip + 20, ipEnd).
   private val ipStart = Mux(r.vlan, 18.U(7.W), 14.U(7.W))
-  private val tcpStart = ipStart + 20.U
-  private val hSum = Module(new OnesSum(32))
-  hSum.in.valid := fire
-  hSum.in.bits.data := s_axis.tdata
-  hSum.in.bits.start := laneOf(ipStart)
-  hSum.in.bits.end := min(laneOf(tcpStart), keepEnd)
-  private val tSum = Module(new OnesSum(32))
-  tSum.in.valid := fire
-  tSum.in.bits.data := s_axis.tdata
-  tSum.in.bits.start := laneOf(tcpStart)
-  tSum.in.bits.end := min(laneOf(r.ipEnd), keepEnd)
-
-  class Side extends Bundle {
-    val first = Bool()
-    val last = Bool()
-    val len = UInt(18.W)
-  }
-  private val side = Wire(new Side)
-  side.first := first
-  side.last := s_axis.tlast
-  side.len := base +& keepEnd
-  private val sideAt = ShiftRegister(side, hSum.latency)
-  private val sumValid = hSum.out.valid && tSum.out.valid
-  private val hAcc = Reg(UInt(20.W))
-  private val tAcc = Reg(UInt(20.W))
-  private def acc(a: UInt, add: UInt, restart: Bool): UInt = {
-    val prev = Mux(restart, 0.U, a(15, 0) +& a(19, 16))
-    (prev +& add)(19, 0)
-  }
-  when(sumValid) {
-    hAcc := acc(hAcc, hSum.out.bits, sideAt.first)
-    tAcc := acc(tAcc, tSum.out.bits, sideAt.first)
-  }
-  private val done = RegNext(sumValid && sideAt.last, false.B)
-  private val frameLen = RegEnable(sideAt.len, sumValid && sideAt.last)
+  sums.ranges.aStart := ipStart
+  sums.ranges.aEnd := ipStart + 20.U
+  sums.ranges.bStart := ipStart + 20.U
+  sums.ranges.bEnd := r.ipEnd
+  private val done = sums.out.valid
+  private val frameLen = sums.out.bits.len
 
   // ---- At the last beat: the header fields, kept in frame order until the sums are done.
   class Facts extends Bundle {
@@ -221,9 +179,9 @@ class TcpParser(val p: AxisParams = AxisParams(32), val infoDepth: Int = 8) exte
     frameLen >= ipStartF +& 40.U
   // The pseudo-header's sum: addresses, protocol, TCP length.
   private val pseudo = f.src(31, 16) +& f.src(15, 0) +& f.dst(31, 16) +& f.dst(15, 0) +& 6.U +& tcpLen
-  private val tFold = OnesSum.fold(tAcc +& pseudo)
+  private val tFold = OnesSum.fold(sums.out.bits.bSum +& pseudo)
   private val badIp = f.totLen < 20.U || frameLen < ipStartF +& f.totLen
-  private val badIpCsum = OnesSum.fold(hAcc) =/= 0xFFFF.U
+  private val badIpCsum = OnesSum.fold(sums.out.bits.aSum) =/= 0xFFFF.U
   private val badTcpHdr = f.doff < 5.U || tcpLen < hdrLenTcp
   private val badTcpCsum = tFold =/= 0xFFFF.U
   private val pre = Wire(new Pre)
