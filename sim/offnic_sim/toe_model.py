@@ -79,7 +79,8 @@ Receive, acknowledgement:
   (reneging) costs a Linux sender a timeout. Only bytes not already held
   are written: the first bytes received win (as Linux keeps what it has queued), for
   in-order data overlapping a held range as well. A FIN on an out-of-order segment is
-  not remembered (the peer retransmits it).
+  not remembered (the peer retransmits it); a bare one draws a pure ACK and takes no
+  range (an empty range would be an empty SACK block).
 - SACK blocks (RFC 2018), when the handoff negotiated SACK (Handoff.sack_ok, kept as
   Tcb.sack_ok; EngineParams.sack = False turns them off for comparisons): every segment
   sent while ranges are held, pure ACK or data, probes included, carries NOP NOP SACK
@@ -421,6 +422,21 @@ class Restored:
     rcv_buf: int
     rcv_size: int
 
+    @classmethod
+    def of(cls, key: ConnKey, local_mac: str, remote_mac: str, t: "Tcb", *, ts_val: int, time_us: int, rto_us: int,
+           wscale_ok: bool, sack_ok: bool) -> "Restored":
+        """The record of a TCB as it leaves (the model's, or the hardware's restore answer)."""
+        return cls(
+            key=key, local_mac=local_mac, remote_mac=remote_mac, state=St(t.state), snd_una=t.snd_una,
+            snd_nxt=t.snd_nxt, snd_max=t.snd_max, write_seq=t.write_seq, fin_queued=bool(t.fin_queued),
+            rcv_nxt=t.rcv_nxt, read_seq=t.read_seq, snd_wnd=t.snd_wnd, max_window=t.max_window, snd_wl1=t.snd_wl1,
+            rcv_wnd=t.rcv_wf << t.rcv_wscale, rcv_wup=t.rcv_wup, mss=t.mss, wscale_ok=wscale_ok,
+            snd_wscale=t.snd_wscale, rcv_wscale=t.rcv_wscale, sack_ok=sack_ok, timestamps=bool(t.ts_ok),
+            ts_val=ts_val, ts_recent=t.ts_recent if t.ts_recent_ok else None, time_us=time_us, cwnd=t.cwnd,
+            ssthresh=t.ssthresh, srtt_us=t.srtt8 >> 3 if t.srtt8 else None,
+            rttvar_us=t.rttvar4 >> 2 if t.srtt8 else None, rto_us=rto_us, in_recovery=bool(t.in_recovery),
+            snd_buf=t.snd_base, snd_size=1 << t.snd_log2, rcv_buf=t.rcv_base, rcv_size=1 << t.rcv_log2)
+
     @property
     def data_end(self) -> int:
         """End of the received data (rcv_nxt less a received FIN)."""
@@ -635,7 +651,11 @@ def tcb_layout(params: EngineParams | None = None) -> dict[str, dict[str, int]]:
 
 @dataclass
 class Decision:
-    """One segment's decision, for checking the hardware against the model."""
+    """One event's decision, for checking the hardware against the model. kind: "seg" (a
+    segment: frame), "timer" (the wheel visited tick arg and fired the connection), "send"
+    (host_send, arg = write_seq), "read" (host_read, arg = read_seq), "close" (host_close),
+    "install" (before: the TCB as install() builds it, arg = the TSval at the install),
+    "restore" (after: the state returned; the connection has left)."""
 
     conn: int
     now_us: int
@@ -644,6 +664,8 @@ class Decision:
     after: Tcb | None              # None: the connection left the engine
     emitted: list[bytes]
     notified: list[tuple]
+    kind: str = "seg"
+    arg: int = 0
 
 
 # ----------------------------------------------------------------------------- the engine
@@ -729,6 +751,20 @@ class Engine:
                 continue
             assert 0 <= v < 1 << widths[f.name], f"conn {conn}: {f.name} = {v} does not fit {widths[f.name]} bits"
 
+    # ------------------------------------------------------------------ tracing
+    def _trace_start(self, t: Tcb) -> tuple | None:
+        return (t.copy(), len(self.to_wire), len(self.notifications)) if self.p.trace else None
+
+    def _trace_end(self, mark: tuple | None, c: int, t: Tcb, kind: str, arg: int = 0, frame: bytes = b"",
+                   keep: bool = False) -> None:
+        """keep: record the state after even though the connection left (a restore's)."""
+        if mark is None:
+            return
+        before, nw, nn = mark
+        alive = self.tcbs.get(c) is t
+        self.trace.append(Decision(c, self.now_us, frame, before, t.copy() if alive or keep else None,
+                                   self.to_wire[nw:], self.notifications[nn:], kind, arg))
+
     # ------------------------------------------------------------------ commands
     def install(self, key: ConnKey, hs: Handoff, now_us: int | None = None, conn_id: int | None = None) -> int:
         """Take over a connection; returns its id."""
@@ -765,40 +801,10 @@ class Engine:
             del self._free[self._free.index(c, self._free_head)]     # entries before the head are spent
         ws = bool(hs.wscale_ok)
         ts = bool(hs.timestamps)
-        t = Tcb()
-        t.state = St.ESTABLISHED
-        t.snd_una, t.snd_nxt, t.snd_max, t.write_seq = hs.snd_una, hs.snd_nxt, hs.snd_nxt, hs.write_seq
-        t.snd_wscale = hs.snd_wscale if ws else 0
-        t.rcv_wscale = hs.rcv_wscale if ws else 0
-        t.snd_wnd = min(hs.snd_wnd, 0xFFFF << t.snd_wscale)
-        t.max_window = max(min(hs.max_window, 0xFFFF << t.snd_wscale), t.snd_wnd)
-        t.snd_wl1 = hs.rcv_nxt if hs.snd_wl1 is None else hs.snd_wl1
-        t.snd_wl2 = hs.snd_una
-        t.rcv_nxt, t.read_seq = hs.rcv_nxt, hs.read_seq
-        t.rcv_wup = hs.rcv_wup if seq_le(hs.rcv_wup, hs.rcv_nxt) else hs.rcv_nxt
-        # the advertised edge, never beyond what the ring can take
-        edge = seq_add(t.rcv_wup, hs.rcv_wnd)
-        ring_end = seq_add(hs.read_seq, hs.rcv_size)
-        if seq_gt(edge, ring_end):
-            edge = ring_end
-        t.rcv_wf = min(max(seq_diff(edge, t.rcv_wup), 0) >> t.rcv_wscale, 0xFFFF)
-        t.mss = hs.mss
-        t.ts_ok = int(ts)
-        t.sack_ok = int(bool(hs.sack_ok) and p.sack)
-        eff = self._eff_mss(t)
-        t.rcv_mss = min(eff, 536)
+        t = handoff_tcb(hs, p)
         t.ts_offset = (hs.ts_val - now_tsclock(self.now_us, p)) & M32 if ts else 0
-        if ts and hs.ts_recent is not None:
-            t.ts_recent, t.ts_recent_ok, t.ts_recent_age = hs.ts_recent & M32, 1, self._age_now()
-        t.cwnd = min(hs.cwnd if hs.cwnd else p.init_cwnd * eff, CWND_MAX)
-        t.ssthresh = min(hs.ssthresh, M32) if hs.ssthresh else INFINITE_SSTHRESH
-        t.recover = seq_add(hs.snd_una, -1)
-        if hs.srtt_us:
-            t.srtt8 = min(max(hs.srtt_us, 1) << 3, M32)
-            t.rttvar4 = min((hs.rttvar_us if hs.rttvar_us is not None else hs.srtt_us // 2) << 2, M32)
-        t.wh_prev = t.wh_next = NIL
-        t.snd_base, t.snd_log2 = hs.snd_buf, hs.snd_size.bit_length() - 1
-        t.rcv_base, t.rcv_log2 = hs.rcv_buf, hs.rcv_size.bit_length() - 1
+        if t.ts_recent_ok:
+            t.ts_recent_age = self._age_now()
         self.tcbs[c] = t
         self.hdrs[c] = ConnHeader(key=key, lookup=lookup,
                                   eth=mac_bytes(hs.remote_mac) + mac_bytes(hs.local_mac) + ETH_P_IP.to_bytes(2, "big"),
@@ -807,10 +813,12 @@ class Engine:
                                   lport=key.local_port, rport=key.remote_port, wscale_ok=ws, sack_ok=bool(hs.sack_ok))
         self._table[lookup] = c
         self.counters["installs"] += 1
+        mark = self._trace_start(t)
         self._ack_now = False
         if t.rcv_wup != t.rcv_nxt:              # Linux owed the peer an ACK
             self._arm_delack(t)
         self._finish(c, t, None)
+        self._trace_end(mark, c, t, "install", hs.ts_val & M32 if ts else 0)
         return c
 
     def restore(self, conn: int, now_us: int | None = None) -> Restored:
@@ -819,21 +827,14 @@ class Engine:
             self._advance(now_us)
         t = self.tcbs[conn]
         h = self.hdrs[conn]
+        mark = self._trace_start(t)
         if t.rcv_wup != t.rcv_nxt and t.state != St.CLOSED:
             self._emit(conn, t, ACK, t.snd_max)
-        rec = Restored(
-            key=h.key, local_mac=mac_str(h.eth[6:12]), remote_mac=mac_str(h.eth[0:6]), state=St(t.state),
-            snd_una=t.snd_una, snd_nxt=t.snd_nxt, snd_max=t.snd_max, write_seq=t.write_seq,
-            fin_queued=bool(t.fin_queued), rcv_nxt=t.rcv_nxt, read_seq=t.read_seq, snd_wnd=t.snd_wnd,
-            max_window=t.max_window, snd_wl1=t.snd_wl1, rcv_wnd=t.rcv_wf << t.rcv_wscale, rcv_wup=t.rcv_wup,
-            mss=t.mss, wscale_ok=h.wscale_ok, snd_wscale=t.snd_wscale, rcv_wscale=t.rcv_wscale, sack_ok=h.sack_ok,
-            timestamps=bool(t.ts_ok), ts_val=self._tsval(t), ts_recent=t.ts_recent if t.ts_recent_ok else None,
-            time_us=self.now_us, cwnd=t.cwnd, ssthresh=t.ssthresh,
-            srtt_us=t.srtt8 >> 3 if t.srtt8 else None, rttvar_us=t.rttvar4 >> 2 if t.srtt8 else None,
-            rto_us=self._rto(t), in_recovery=bool(t.in_recovery), snd_buf=t.snd_base, snd_size=1 << t.snd_log2,
-            rcv_buf=t.rcv_base, rcv_size=1 << t.rcv_log2)
+        rec = Restored.of(h.key, mac_str(h.eth[6:12]), mac_str(h.eth[0:6]), t, ts_val=self._tsval(t),
+                          time_us=self.now_us, rto_us=self._rto(t), wscale_ok=h.wscale_ok, sack_ok=h.sack_ok)
         self._forget(conn, t)
         self.counters["restores"] += 1
+        self._trace_end(mark, conn, t, "restore", keep=True)
         return rec
 
     def host_send(self, conn: int, write_seq: int, now_us: int | None = None) -> None:
@@ -846,10 +847,12 @@ class Engine:
         write_seq &= M32
         if seq_lt(write_seq, t.write_seq) or seq_diff(write_seq, t.snd_una) > 1 << t.snd_log2:
             raise ValueError("write_seq moves back or past the send ring's room")
+        mark = self._trace_start(t)
         old = self._min_due(t)
         self._ack_now = False
         t.write_seq = write_seq
         self._finish(conn, t, old)
+        self._trace_end(mark, conn, t, "send", write_seq)
 
     def host_read(self, conn: int, read_seq: int, now_us: int | None = None) -> None:
         """The host consumed the receive ring up to read_seq."""
@@ -859,6 +862,7 @@ class Engine:
         read_seq &= M32
         if seq_lt(read_seq, t.read_seq) or seq_gt(read_seq, t.rcv_nxt):
             raise ValueError("read_seq moves back or past rcv_nxt")
+        mark = self._trace_start(t)
         old = self._min_due(t)
         self._ack_now = False
         t.read_seq = read_seq
@@ -868,6 +872,7 @@ class Engine:
                 self.counters["window_updates"] += 1
                 self._ack_now = True
         self._finish(conn, t, old)
+        self._trace_end(mark, conn, t, "read", read_seq)
 
     def host_close(self, conn: int, now_us: int | None = None) -> None:
         """FIN after all data written so far."""
@@ -876,6 +881,7 @@ class Engine:
         t = self.tcbs[conn]
         if t.fin_queued:
             return
+        mark = self._trace_start(t)
         if t.state == St.ESTABLISHED:
             t.state = St.FIN_WAIT_1
         elif t.state == St.CLOSE_WAIT:
@@ -886,6 +892,7 @@ class Engine:
         self._ack_now = False
         t.fin_queued = 1
         self._finish(conn, t, old)
+        self._trace_end(mark, conn, t, "close")
 
     def poll(self, now_us: int) -> None:
         """Advance the timer wheel to now_us."""
@@ -915,8 +922,7 @@ class Engine:
             self.counters[e.reason] += 1
             return
         t = self.tcbs[c]
-        if self.p.trace:
-            before, nw, nn = t.copy(), len(self.to_wire), len(self.notifications)
+        mark = self._trace_start(t)
         self.counters["segs_in"] += 1
         old = self._min_due(t)
         self._ack_now = False
@@ -930,9 +936,7 @@ class Engine:
         if alive:
             self._finish(c, t, old)
         self._dsack = None
-        if self.p.trace:
-            self.trace.append(Decision(c, now_us, frame, before, t.copy() if alive else None, self.to_wire[nw:],
-                                       self.notifications[nn:]))
+        self._trace_end(mark, c, t, "seg", frame=frame)
 
     def _rx(self, c: int, t: Tcb, seg: TcpSegment) -> None:
         """RFC 9293 3.10.7.4 for the synchronized states, in Linux's order."""
@@ -1129,6 +1133,10 @@ class Engine:
         if not data and not fin:
             return
         if seq != t.rcv_nxt:
+            if not data:                              # a bare FIN out of order: nothing to hold
+                self.counters["ooo_segments"] += 1
+                self._pure_ack(c, t)
+                return
             self._ooo_in(c, t, seq, data)
             return
         ranges = t.ooo()
@@ -1400,10 +1408,7 @@ class Engine:
         t.backoff = 0
 
     def _rto(self, t: Tcb) -> int:
-        p = self.p
-        if not t.srtt8:
-            return p.rto_initial_us
-        return min(max((t.srtt8 >> 3) + max(p.tick_us, t.rttvar4), p.rto_min_us), p.rto_max_us)
+        return rto_of(t, self.p)
 
     def _rto_backed(self, t: Tcb) -> int:
         return min(self._rto(t) << t.backoff, self.p.rto_max_us)
@@ -1444,6 +1449,10 @@ class Engine:
         if head != NIL:
             self.tcbs[head].wh_prev = c
         self._wheel[slot] = c
+        self._expect(c, due)
+
+    def _expect(self, c: int, due: int) -> None:
+        """Model only: poll() has work for c at tick due (next_deadline_us)."""
         self._placed[c] = due
         now_tick = self.now_us // self.p.tick_us
         heapq.heappush(self._deadlines, (now_tick + seq_diff(due, now_tick & M32), c, due))
@@ -1496,8 +1505,15 @@ class Engine:
             elif m & (self.p.wheel_slots - 1) != slot:
                 self._wheel_remove(c, t)
                 self._wheel_insert(c, t, m)
+            else:                                     # a later round of this slot: it stays
+                self._expect(c, m)
 
     def _fire(self, c: int, t: Tcb, tick: int) -> None:
+        mark = self._trace_start(t)
+        self._fire_due(c, t, tick)
+        self._trace_end(mark, c, t, "timer", tick)
+
+    def _fire_due(self, c: int, t: Tcb, tick: int) -> None:
         self._ack_now = False
         if t.delack_on and _tick_le(t.delack_due, tick):
             t.delack_on = 0
@@ -1556,6 +1572,54 @@ class Engine:
         t.backoff = min(t.backoff + 1, 15)
         self._arm_send(t, T_PERSIST, self._rto_backed(t))
         return True
+
+
+def rto_of(t: Tcb, p: EngineParams) -> int:
+    """RFC 6298's RTO before back-off, in microseconds."""
+    if not t.srtt8:
+        return p.rto_initial_us
+    return min(max((t.srtt8 >> 3) + max(p.tick_us, t.rttvar4), p.rto_min_us), p.rto_max_us)
+
+def handoff_tcb(hs: Handoff, p: EngineParams) -> Tcb:
+    """The TCB install() makes of a Handoff, but for what needs the engine's clock
+    (ts_offset, ts_recent_age: 0 here): what the driver sends the hardware's install
+    command, which sets those two from its clock and the command's TSval."""
+    ws = bool(hs.wscale_ok)
+    ts = bool(hs.timestamps)
+    t = Tcb()
+    t.state = St.ESTABLISHED
+    t.snd_una, t.snd_nxt, t.snd_max, t.write_seq = hs.snd_una, hs.snd_nxt, hs.snd_nxt, hs.write_seq
+    t.snd_wscale = hs.snd_wscale if ws else 0
+    t.rcv_wscale = hs.rcv_wscale if ws else 0
+    t.snd_wnd = min(hs.snd_wnd, 0xFFFF << t.snd_wscale)
+    t.max_window = max(min(hs.max_window, 0xFFFF << t.snd_wscale), t.snd_wnd)
+    t.snd_wl1 = hs.rcv_nxt if hs.snd_wl1 is None else hs.snd_wl1
+    t.snd_wl2 = hs.snd_una
+    t.rcv_nxt, t.read_seq = hs.rcv_nxt, hs.read_seq
+    t.rcv_wup = hs.rcv_wup if seq_le(hs.rcv_wup, hs.rcv_nxt) else hs.rcv_nxt
+    # the advertised edge, never beyond what the ring can take
+    edge = seq_add(t.rcv_wup, hs.rcv_wnd)
+    ring_end = seq_add(hs.read_seq, hs.rcv_size)
+    if seq_gt(edge, ring_end):
+        edge = ring_end
+    t.rcv_wf = min(max(seq_diff(edge, t.rcv_wup), 0) >> t.rcv_wscale, 0xFFFF)
+    t.mss = hs.mss
+    t.ts_ok = int(ts)
+    t.sack_ok = int(bool(hs.sack_ok) and p.sack)
+    eff = t.mss - (TS_OPT_LEN if ts else 0)
+    t.rcv_mss = min(eff, 536)
+    if ts and hs.ts_recent is not None:
+        t.ts_recent, t.ts_recent_ok = hs.ts_recent & M32, 1
+    t.cwnd = min(hs.cwnd if hs.cwnd else p.init_cwnd * eff, CWND_MAX)
+    t.ssthresh = min(hs.ssthresh, M32) if hs.ssthresh else INFINITE_SSTHRESH
+    t.recover = seq_add(hs.snd_una, -1)
+    if hs.srtt_us:
+        t.srtt8 = min(max(hs.srtt_us, 1) << 3, M32)
+        t.rttvar4 = min((hs.rttvar_us if hs.rttvar_us is not None else hs.srtt_us // 2) << 2, M32)
+    t.wh_prev = t.wh_next = NIL
+    t.snd_base, t.snd_log2 = hs.snd_buf, hs.snd_size.bit_length() - 1
+    t.rcv_base, t.rcv_log2 = hs.rcv_buf, hs.rcv_size.bit_length() - 1
+    return t
 
 
 def sack_option_len(n: int) -> int:

@@ -1,5 +1,6 @@
 """The TCP offload engine's reference model (sim/offnic_sim/toe_model.py) against the
-sans-IO TCP peer (sim/offnic_sim/tcppeer.py), in pure simulated time.
+sans-IO TCP peer (sim/offnic_sim/tcppeer.py), in pure simulated time (the simulation:
+sim/offnic_sim/toe_sim.py).
 
 Every connection starts mid-life: the engine gets a Handoff (sequence numbers, windows,
 options, queues placed in its rings) and the peer is `TcpPeer.established(...)` from the
@@ -19,39 +20,32 @@ per-frame loss, duplication, corruption and random delay (reordering) joins them
   wheel's RTO back-off and giving up, fast retransmit with NewReno, zero-window probing
   (the engine's probes and Linux-style probes to it), timestamps without PAWS when
   ts_recent is unknown, segments without timestamps, RST/FIN state machine; the
-  per-segment decision trace; the TCB's size per RAM.
+  per-segment decision trace, and the workload whose traces check the hardware engine
+  (toe_sim.decision_traces) making every kind of decision; the TCB's size per RAM.
 - Restore: mid-transfer into a TcpPeer playing the host stack, and reinstall; the
   TcpState conversion agrees with tcprepair's own advanced().
 
 Seed: OFFNIC_SEED or 5150, printed (replay: OFFNIC_SEED=<seed> pytest tests/sim/test_toe_model.py).
-Runs in about 8 s (the 2000 connections take 6 of them).
+Runs in about 12 s (the 2000 connections take 6 of them, the decision traces 4).
 """
 from __future__ import annotations
 
-import heapq
-import math
 import os
 import random
 import time
 from collections import Counter
-from dataclasses import dataclass, field
-from typing import Callable
 
 import pytest
 
 from offnic_sim import tcprepair
 from offnic_sim.linuxnet import ETH_P_IP, eth_frame
-from offnic_sim.tcppeer import (ACK, FIN, PSH, RST, SYN, TcpConfig, TcpPeer, TcpState, build_packet, parse_segment,
-                                seq_add, seq_diff, seq_lt, tcp_options)
-from offnic_sim.toe_model import (ConnKey, Engine, EngineParams, Handoff, Memory, St, Tcb, sack_option, tcb_layout)
+from offnic_sim.tcppeer import (ACK, FIN, PSH, RST, SYN, TcpPeer, build_packet, parse_segment, seq_add, seq_diff,
+                                seq_lt, tcp_options)
+from offnic_sim.toe_model import ConnKey, Engine, Handoff, Memory, St, Tcb, tcb_layout
+from offnic_sim.toe_sim import (DECISION_CLASSES, ENGINE_IP, ENGINE_MAC, PEER_MAC, T0, Conn, Sim, Solo, bulk_pair,
+                                decision_coverage, decision_traces, forge, peer_config, random_conn, sim_params)
 
 SEED = int(os.environ.get("OFFNIC_SEED") or 5150)
-ENGINE_IP = "10.9.0.1"
-ENGINE_MAC = "02:0f:4e:00:e0:01"
-PEER_MAC = "02:0f:4e:00:e0:02"
-T0 = 1_000_000                      # simulated time starts at 1 s (us)
-TW_US = 100_000_000                 # both TIME_WAITs outlast the other side's FIN retransmissions
-S = TcpState
 
 
 def rng_for(name: str) -> random.Random:
@@ -62,394 +56,6 @@ def rng_for(name: str) -> random.Random:
 def announce_seed():
     print(f"[test_toe_model] seed {SEED} (replay: OFFNIC_SEED={SEED} .venv/bin/python -m pytest "
           f"tests/sim/test_toe_model.py)")
-
-
-def sim_params(**kw) -> EngineParams:
-    # FIN_WAIT_2 times out: a peer's RST lost while the engine has nothing left to send
-    # would otherwise leave it there for good (Linux times out orphans the same way)
-    base = dict(time_wait_us=TW_US, rto_max_us=60_000_000, fin_wait_2_us=60_000_000, check_tcb=True)
-    base.update(kw)
-    return EngineParams(**base)
-
-
-def peer_config(**kw) -> TcpConfig:
-    base = dict(time_wait=TW_US / 1e6)
-    base.update(kw)
-    return TcpConfig(**base)
-
-
-def wscale_for(size: int) -> int:
-    s = 0
-    while s < 14 and size > 0xFFFF << s:
-        s += 1
-    return s
-
-
-# ============================================================================ one connection
-
-@dataclass
-class Conn:
-    """One offloaded connection: the engine's side (the host application the test plays)
-    and the TcpPeer at the other end."""
-
-    k: int
-    key: ConnKey
-    peer: TcpPeer
-    host_tx: bytes                     # what the host writes after the handoff
-    to_peer: bytes                     # everything the peer must receive
-    to_host: bytes                     # everything the host must read
-    snd_buf: int
-    snd_size: int
-    rcv_buf: int
-    rcv_size: int
-    write_seq: int
-    acked: int
-    read_seq: int
-    close: str = "host"                # host | peer | both | rst | none
-    latency: int = 1000
-    conn: int = -1
-    host_pos: int = 0
-    data_end: int = 0
-    got_host: bytearray = field(default_factory=bytearray)
-    got_peer: bytearray = field(default_factory=bytearray)
-    stall_until: int = 0               # the host application does not read before this
-    peer_stall_until: int = 0          # the peer application does not read before this
-    host_stack: TcpPeer | None = None  # after a restore: the host's own TCP carries on
-    aborted: bool = False
-    peer_wake: bool = False
-    fin_seen: bool = False
-    host_closed: bool = False
-    engine_closed: bool = False
-    reset: bool = False
-    error: str | None = None
-    events: list = field(default_factory=list)
-
-    @property
-    def done(self) -> bool:
-        if self.host_stack is not None:
-            return self.host_stack.state is S.CLOSED and self.peer.state is S.CLOSED
-        return self.engine_closed and self.peer.state is S.CLOSED
-
-    def check(self) -> None:
-        tag = f"conn {self.k} ({self.close})"
-        assert self.error is None, f"{tag}: engine error {self.error}"
-        if self.close == "rst":
-            # reset, or the RST was lost and FIN_WAIT_2 timed out
-            assert self.reset or (self.host_closed and not self.fin_seen), f"{tag}: no RST notification"
-            assert bytes(self.got_host) == self.to_host[:len(self.got_host)], f"{tag}: peer->host prefix differs"
-            assert bytes(self.got_peer) == self.to_peer[:len(self.got_peer)], f"{tag}: host->peer prefix differs"
-            return
-        assert self.peer.error is None, f"{tag}: peer error {self.peer.error}"
-        assert not self.reset, f"{tag}: reset"
-        for what, got, want in (("peer->host", self.got_host, self.to_host),
-                                ("host->peer", self.got_peer, self.to_peer)):
-            assert bytes(got) == want, \
-                f"{tag}: {what} {len(got)}/{len(want)} bytes, differ at {first_diff(got, want)}"
-
-
-def first_diff(a: bytes, b: bytes) -> int:
-    return next((i for i in range(min(len(a), len(b))) if a[i] != b[i]), min(len(a), len(b)))
-
-
-# ============================================================================ the simulation
-
-class Sim:
-    """One engine, many TcpPeers, one link in simulated microseconds. Per frame on the
-    link: drop, corrupt (one bit past the Ethernet header), duplicate (the copy a little
-    later), extra random delay (reordering). `tap(conn, frame)` may replace a frame going
-    to the engine with a list of frames (hostile tests)."""
-
-    def __init__(self, seed: int, params: EngineParams | None = None, *, mem: int = 64 << 20, drop=0.0, dup=0.0,
-                 corrupt=0.0, reorder=0.0, reorder_us=5000):
-        self.rng = random.Random(seed)
-        self.mem = Memory(mem)
-        self.eng = Engine(self.mem, params or sim_params())
-        self.drop, self.dup, self.corrupt, self.reorder, self.reorder_us = drop, dup, corrupt, reorder, reorder_us
-        self.now = T0
-        self.eng.poll(T0)
-        self.conns: list[Conn] = []
-        self.by_id: dict[int, Conn] = {}
-        self.by_peer: dict[bytes, Conn] = {}
-        self.by_engine: dict[bytes, Conn] = {}
-        self._events: list = []
-        self._peer_due: list = []
-        self._wakes: list = []             # (time, n, callable)
-        self._n = 0
-        self.tap: Callable[[Conn, bytes], list[bytes]] | None = None
-        self.to_peer_tap: Callable[[Conn, bytes], list[bytes]] | None = None
-        self.stray = 0
-
-    # -- connections
-    def add(self, k: int, rng: random.Random, *, snd_size=1 << 16, rcv_size=1 << 16, mss=1460, ts=True, ws=True,
-            isn_e=None, isn_p=None, e_inflight=b"", e_unsent=b"", e_unread=b"", p_unacked=b"", p_pending=b"",
-            host_tx=b"", peer_cfg: TcpConfig | None = None, ts_recent_known=True, close="host",
-            latency=1000, sack=False) -> Conn:
-        cfg = peer_cfg or peer_config(mss=mss, timestamps=ts, window_scaling=ws)
-        isn_e = rng.getrandbits(32) if isn_e is None else isn_e
-        isn_p = rng.getrandbits(32) if isn_p is None else isn_p
-        s_e = wscale_for(rcv_size) if ws else 0
-        s_p = wscale_for(cfg.rcv_buf) if ws else 0
-        w_e = min(rcv_size - len(e_unread), 0xFFFF << s_e) >> s_e << s_e
-        w_p = min(cfg.rcv_buf, 0xFFFF << s_p) >> s_p << s_p
-        ts_e, ts_p = rng.getrandbits(32), rng.getrandbits(32)
-        snd_buf, rcv_buf = self.mem.alloc(snd_size), self.mem.alloc(rcv_size)
-        queue = e_inflight + e_unsent
-        assert len(queue) <= snd_size and len(e_unread) <= rcv_size
-        self.mem.ring_write(snd_buf, snd_size, isn_e, queue)
-        read_seq = seq_add(isn_p, -len(e_unread))
-        self.mem.ring_write(rcv_buf, rcv_size, read_seq, e_unread)
-        paddr = (f"10.{20 + k // 62500}.{k // 250 % 250}.{k % 250 + 1}", 1024 + k % 60000)
-        key = ConnKey(ENGINE_IP, 40000 + k % 20000, paddr[0], paddr[1])
-        hs = Handoff(local_mac=ENGINE_MAC, remote_mac=PEER_MAC, snd_una=isn_e, snd_nxt=seq_add(isn_e, len(e_inflight)),
-                     write_seq=seq_add(isn_e, len(queue)), rcv_nxt=isn_p, read_seq=read_seq, snd_wnd=w_p,
-                     rcv_wnd=w_e, rcv_wup=isn_p, snd_buf=snd_buf, snd_size=snd_size, rcv_buf=rcv_buf,
-                     rcv_size=rcv_size, mss=mss, max_window=w_p, wscale_ok=ws, snd_wscale=s_p, rcv_wscale=s_e,
-                     timestamps=ts, ts_val=ts_e, ts_recent=ts_p if ts_recent_known else None, sack_ok=sack)
-        peer = TcpPeer.established(paddr, (key.local_ip, key.local_port), snd_nxt=seq_add(isn_p, len(p_unacked)),
-                                   rcv_nxt=isn_e, snd_wnd=w_e, now=self.now / 1e6, mss=mss, snd_wscale=s_e,
-                                   rcv_wscale=s_p, window_scaling=ws, timestamps=ts, ts_recent=ts_e, ts_val=ts_p,
-                                   rcv_wnd=w_p, unacked=p_unacked, pending=p_pending, config=cfg, seed=k)
-        x = Conn(k, key, peer, host_tx, queue + host_tx, e_unread + p_unacked + p_pending, snd_buf, snd_size,
-                 rcv_buf, rcv_size, write_seq=hs.write_seq, acked=isn_e, read_seq=read_seq, close=close,
-                 latency=latency, data_end=isn_p)
-        self.conns.append(x)
-        self.by_peer[ip_port(paddr[0], paddr[1])] = x
-        self.by_engine[ip_port(key.local_ip, key.local_port)] = x
-        x.conn = self.eng.install(key, hs, self.now)
-        self.by_id[x.conn] = x
-        self.host_write(x)
-        self.drain()
-        self.peer_step(x)
-        return x
-
-    # -- the link
-    def _push(self, t: int, kind: str, x: Conn, frame: bytes) -> None:
-        self._n += 1
-        heapq.heappush(self._events, (t, self._n, kind, x.k, frame))
-
-    def link(self, kind: str, x: Conn, frame: bytes) -> None:
-        """kind 'e': to the engine, 'p': to the peer."""
-        r = self.rng
-        if r.random() < self.drop:
-            return
-        if r.random() < self.corrupt:
-            b = bytearray(frame)
-            pos = r.randrange(14, len(b))
-            b[pos] ^= 1 << r.randrange(8)
-            frame = bytes(b)
-        delay = x.latency + (r.randrange(self.reorder_us) if r.random() < self.reorder else 0)
-        self._push(self.now + delay, kind, x, frame)
-        if r.random() < self.dup:
-            self._push(self.now + delay + r.randrange(1, 2000), kind, x, frame)
-
-    def at(self, t: int, fn: Callable[[], None]) -> None:
-        self._n += 1
-        heapq.heappush(self._wakes, (t, self._n, fn))
-
-    def deliver(self, kind: str, x: Conn, frame: bytes) -> None:
-        if kind == "e":
-            # a tap may be a generator: what it yields after the first frame is decided
-            # once the engine has processed that frame
-            for f in (self.tap(x, frame) if self.tap else [frame]):
-                self.eng.segment_in(f, self.now)
-            self.drain()
-        else:
-            frames = self.to_peer_tap(x, frame) if self.to_peer_tap else [frame]
-            for f in frames:
-                x.peer.segment_in(f[14:], self.now / 1e6)
-            self.peer_step(x)
-
-    # -- the engine's host side
-    def drain(self) -> None:
-        eng = self.eng
-        while eng.to_wire or eng.notifications or eng.to_host:
-            for f in eng.take_wire():
-                x = self.by_peer.get(f[14 + 16:14 + 20] + f[14 + 22:14 + 24])
-                assert x is not None, "engine frame to nobody"
-                self.link("p", x, f)
-            for note in eng.take_notifications():
-                self.notify(note)
-            for f in eng.take_host():
-                x = self.by_engine.get(f[14 + 16:14 + 20] + f[14 + 22:14 + 24])
-                if x is None or x.host_stack is None:
-                    self.stray += 1
-                    continue
-                x.host_stack.segment_in(f[14:], self.now / 1e6)
-                self.host_stack_step(x)
-
-    def notify(self, note: tuple) -> None:
-        x = self.by_id[note[1]]
-        x.events.append(note[0])
-        kind = note[0]
-        if kind == "acked":
-            x.acked = note[2]
-            self.host_write(x)
-        elif kind == "rx":
-            x.data_end = note[2]
-            self.host_read(x)
-        elif kind == "fin":
-            x.fin_seen = True
-            self.host_read(x)
-        elif kind == "rst":
-            x.reset = True
-        elif kind == "error":
-            x.error = note[2]
-        elif kind == "closed":
-            x.engine_closed = True
-            del self.by_id[note[1]]
-            self.host_read(x, alive=False)
-
-    def host_write(self, x: Conn) -> None:
-        alive = x.conn in self.by_id and not x.host_closed
-        if not alive or self.eng.state_of(x.conn) not in (St.ESTABLISHED, St.CLOSE_WAIT):
-            return
-        room = x.snd_size - seq_diff(x.write_seq, x.acked)
-        n = min(room, len(x.host_tx) - x.host_pos)
-        if n > 0:
-            self.mem.ring_write(x.snd_buf, x.snd_size, x.write_seq, x.host_tx[x.host_pos:x.host_pos + n])
-            x.host_pos += n
-            x.write_seq = seq_add(x.write_seq, n)
-            self.eng.host_send(x.conn, x.write_seq)
-        self.maybe_close(x)
-
-    def maybe_close(self, x: Conn) -> None:
-        if x.host_closed or x.conn not in self.by_id or x.host_pos < len(x.host_tx):
-            return
-        if x.close in ("host", "both", "rst") or (x.fin_seen and x.close != "none"):
-            if self.eng.state_of(x.conn) in (St.ESTABLISHED, St.CLOSE_WAIT):
-                x.host_closed = True
-                self.eng.host_close(x.conn)
-
-    def host_read(self, x: Conn, alive: bool = True) -> None:
-        if self.now < x.stall_until and alive:
-            self.at(x.stall_until, lambda: self.host_read(x, alive=x.conn in self.by_id))
-            return
-        n = seq_diff(x.data_end, x.read_seq)
-        if n > 0:
-            x.got_host += self.mem.ring_read(x.rcv_buf, x.rcv_size, x.read_seq, n)
-            x.read_seq = x.data_end
-            if alive and x.conn in self.by_id:
-                self.eng.host_read(x.conn, x.read_seq)
-        if x.fin_seen:
-            self.maybe_close(x)
-
-    # -- the peer's application
-    def peer_step(self, x: Conn) -> None:
-        p = x.peer
-        for pkt in p.poll(self.now / 1e6):
-            self.link("e", x, eth_frame(ENGINE_MAC, PEER_MAC, ETH_P_IP, pkt))
-        if self.now >= x.peer_stall_until:
-            x.got_peer += p.recv()
-        elif p.recv_buffered and not x.peer_wake:
-            x.peer_wake = True
-            self.at(x.peer_stall_until, lambda: self.peer_step(x))
-        if x.close == "rst" and not x.aborted and x.got_peer and p.state is not S.CLOSED:
-            x.aborted = True                # the peer's application aborts part way
-            p.abort()
-            self.peer_step(x)
-            return
-        closing = (x.close in ("peer", "both") and p.state is S.ESTABLISHED and not p.fin_queued) or \
-            (p.eof and p.state is S.CLOSE_WAIT and x.close not in ("none", "rst"))
-        if closing:
-            p.close()
-            self.peer_step(x)               # the FIN goes out at the next poll
-            return
-        self._due(p, x)
-
-    def _due(self, p: TcpPeer, x: Conn) -> None:
-        d = p.next_deadline()
-        if d is not None:
-            us = math.ceil(d * 1e6)
-            if us / 1e6 < d:
-                us += 1
-            self._n += 1
-            heapq.heappush(self._peer_due, (max(us, self.now), self._n, x.k, p))
-
-    def host_stack_step(self, x: Conn) -> None:
-        """After a restore the host's TCP (a TcpPeer standing in for Linux) has the
-        connection: its frames go out through the NIC, the engine passes it the peer's."""
-        h = x.host_stack
-        for pkt in h.poll(self.now / 1e6):
-            self.link("p", x, eth_frame(PEER_MAC, ENGINE_MAC, ETH_P_IP, pkt))
-        x.got_host += h.recv()
-        closing = (x.close in ("host", "both") and h.state is S.ESTABLISHED and not h.fin_queued) or \
-            (h.eof and h.state is S.CLOSE_WAIT and x.close != "none")
-        if closing:
-            h.close()
-            self.host_stack_step(x)
-            return
-        self._due(h, x)
-
-    # -- the loop
-    def run(self, done: Callable[[], bool], tmax_us: int = 3_000_000_000, step: Callable[[], None] | None = None):
-        conns = {x.k: x for x in self.conns}
-        while True:
-            if step:
-                step()
-            if done():
-                return
-            cands = []
-            if self._events:
-                cands.append(self._events[0][0])
-            if self._peer_due:
-                cands.append(self._peer_due[0][0])
-            if self._wakes:
-                cands.append(self._wakes[0][0])
-            d = self.eng.next_deadline_us()
-            if d is not None:
-                cands.append(d)
-            if not cands:
-                raise AssertionError(f"stalled at {self.now} us: {self.describe()}")
-            self.now = max(self.now, min(cands))
-            if self.now > tmax_us:
-                raise AssertionError(f"not done by {tmax_us} us: {self.describe()}")
-            while self._events and self._events[0][0] <= self.now:
-                _, _, kind, k, frame = heapq.heappop(self._events)
-                self.deliver(kind, conns[k], frame)
-            self.eng.poll(self.now)
-            self.drain()
-            while self._peer_due and self._peer_due[0][0] <= self.now:
-                _, _, k, p = heapq.heappop(self._peer_due)
-                x = conns[k]
-                if p is x.peer:
-                    self.peer_step(x)
-                elif p is x.host_stack:
-                    self.host_stack_step(x)
-            while self._wakes and self._wakes[0][0] <= self.now:
-                heapq.heappop(self._wakes)[2]()
-                self.drain()
-
-    def run_all(self, tmax_us: int = 3_000_000_000) -> None:
-        self.run(lambda: all(x.done for x in self.conns), tmax_us)
-        for x in self.conns:
-            x.check()
-
-    def describe(self, limit: int = 3) -> str:
-        bad = [x for x in self.conns if not x.done][:limit]
-        out = []
-        for x in bad:
-            st = self.eng.state_of(x.conn) if x.conn in self.by_id else "gone"
-            t = self.eng.tcbs.get(x.conn)
-            out.append(f"\n  conn {x.k} close={x.close} engine {st} {tcb_summary(t)} peer {x.peer!r} "
-                       f"host got {len(x.got_host)}/{len(x.to_host)} peer got {len(x.got_peer)}/{len(x.to_peer)} "
-                       f"host wrote {x.host_pos}/{len(x.host_tx)} events {Counter(x.events)}")
-        return "".join(out) + f"\n  engine {dict(self.eng.counters)}"
-
-
-def ip_port(ip: str, port: int) -> bytes:
-    import ipaddress
-    return ipaddress.IPv4Address(ip).packed + port.to_bytes(2, "big")
-
-
-def tcb_summary(t: Tcb | None) -> str:
-    if t is None:
-        return "-"
-    return (f"una={t.snd_una} nxt={t.snd_nxt} max={t.snd_max} wseq={t.write_seq} wnd={t.snd_wnd} cwnd={t.cwnd} "
-            f"rcv_nxt={t.rcv_nxt} read={t.read_seq} ooo={t.ooo()} st_kind={t.st_kind} backoff={t.backoff}")
-
-
-def random_bytes(rng: random.Random, n: int) -> bytes:
-    return rng.randbytes(n) if n else b""
 
 
 # ============================================================================ bulk and many
@@ -477,38 +83,6 @@ def test_bulk_lossy_wrapping():
 
 
 MANY = 2000
-
-
-def random_conn(sim: Sim, k: int, rng: random.Random) -> Conn:
-    mss = rng.choice((536, 1000, 1460, 1460, 8960))
-    ts, ws = rng.random() < 0.7, rng.random() < 0.7
-    snd_size = 1 << rng.randrange(12, 18)
-    rcv_size = 1 << rng.randrange(12, 18)
-    cfg = peer_config(mss=mss, timestamps=ts, window_scaling=ws,
-                      rcv_buf=rng.choice((1500, 4096, 16384, 65535, 262144)),
-                      delayed_ack=rng.choice((None, 0.04, 0.2)), init_cwnd=rng.choice((1, 2, 10)))
-    s_e = wscale_for(rcv_size) if ws else 0
-    s_p = wscale_for(cfg.rcv_buf) if ws else 0
-    w_p = min(cfg.rcv_buf, 0xFFFF << s_p) >> s_p << s_p
-    size = lambda cap: rng.choice((0, 1, rng.randrange(1, 3000), rng.randrange(1, 30000))) if cap > 0 else 0  # noqa
-    e_unread = random_bytes(rng, min(size(1), rcv_size // 2))
-    w_e = min(rcv_size - len(e_unread), 0xFFFF << s_e) >> s_e << s_e
-    e_inflight = random_bytes(rng, min(size(1), w_p, snd_size // 2))
-    e_unsent = random_bytes(rng, min(size(1), snd_size - len(e_inflight)))
-    p_unacked = random_bytes(rng, min(size(1), w_e))
-    close = rng.choice(("host", "peer", "both", "host", "peer", "rst"))
-    host_tx = random_bytes(rng, size(1) + (3000 if close == "rst" else 0))
-    isn = lambda: rng.choice((None, 2**32 - rng.randrange(1, 5000)))  # noqa: E731
-    x = sim.add(k, rng, snd_size=snd_size, rcv_size=rcv_size, mss=mss, ts=ts, ws=ws, isn_e=isn(), isn_p=isn(),
-                e_inflight=e_inflight, e_unsent=e_unsent, e_unread=e_unread, p_unacked=p_unacked,
-                p_pending=random_bytes(rng, size(1)), host_tx=host_tx, peer_cfg=cfg,
-                ts_recent_known=rng.random() < 0.5, close=close, latency=rng.choice((100, 1000, 1000, 20000)),
-                sack=k % 3 == 0)                         # (from k: the other draws stay as they were)
-    if rng.random() < 0.15:
-        x.stall_until = T0 + rng.randrange(100_000, 3_000_000)
-    if rng.random() < 0.1:
-        x.peer_stall_until = T0 + rng.randrange(100_000, 3_000_000)
-    return x
 
 
 def test_thousands_at_once():
@@ -539,104 +113,6 @@ def test_thousands_at_once():
 
 
 # ============================================================================ one connection by hand
-
-class Solo:
-    """One installed connection whose peer is played by hand: `seg()` forges the peer's
-    segments (valid checksums, a fresh TSval unless told otherwise), `feed()` hands one
-    to the engine and returns what the engine sent, parsed."""
-
-    PEER = ("10.30.0.2", 5555)
-
-    def __init__(self, params: EngineParams | None = None, *, mss=1460, ts=True, ws=True, snd_size=1 << 16,
-                 rcv_size=1 << 16, isn_e=2**32 - 10, isn_p=2**32 - 20, snd_wnd=1 << 16, queued=b"", inflight=0,
-                 ts_recent: int | None = 5000, unread=b"", sack=False):
-        self.mem = Memory(1 << 22)
-        self.eng = Engine(self.mem, params or sim_params())
-        self.now = T0
-        self.eng.poll(T0)
-        self.key = ConnKey(ENGINE_IP, 40000, *self.PEER)
-        self.snd_buf, self.rcv_buf = self.mem.alloc(snd_size), self.mem.alloc(rcv_size)
-        self.snd_size, self.rcv_size = snd_size, rcv_size
-        self.mem.ring_write(self.snd_buf, snd_size, isn_e, queued)
-        read_seq = seq_add(isn_p, -len(unread))
-        self.mem.ring_write(self.rcv_buf, rcv_size, read_seq, unread)
-        s = wscale_for(rcv_size) if ws else 0
-        self.hs = Handoff(local_mac=ENGINE_MAC, remote_mac=PEER_MAC, snd_una=isn_e, snd_nxt=seq_add(isn_e, inflight),
-                          write_seq=seq_add(isn_e, len(queued)), rcv_nxt=isn_p, read_seq=read_seq, snd_wnd=snd_wnd,
-                          rcv_wnd=(rcv_size - len(unread)) >> s << s, rcv_wup=isn_p, snd_buf=self.snd_buf,
-                          snd_size=snd_size, rcv_buf=self.rcv_buf, rcv_size=rcv_size, mss=mss, max_window=snd_wnd,
-                          wscale_ok=ws, snd_wscale=s if ws else 0, rcv_wscale=s, timestamps=ts, ts_val=777,
-                          ts_recent=ts_recent, sack_ok=sack)
-        self.c = self.eng.install(self.key, self.hs, T0)
-        self.p_seq = isn_p                 # the peer's next sequence number
-        self.p_ts = (ts_recent or 5000) + 1
-        self.out: list = []
-        self.collect()
-
-    @property
-    def t(self) -> Tcb:
-        return self.eng.tcb(self.c)
-
-    def seg(self, *, seq: int | None = None, payload: bytes = b"", flags: int = ACK, ack: int | None = None,
-            wnd: int | None = None, ts: bool = True, tsval: int | None = None,
-            sack: list[tuple[int, int]] | None = None) -> bytes:
-        if ts and tsval is None:
-            self.p_ts += 1
-        opts = tcp_options(ts=(self.p_ts if tsval is None else tsval, 0)) if ts else b""
-        if sack:
-            opts += sack_option(sack)
-        t = self.eng.tcbs.get(self.c)
-        if ack is None:
-            ack = t.snd_max if t else 0
-        if wnd is None:
-            wnd = (t.snd_wnd >> t.snd_wscale) if t else 1000
-        pkt = build_packet(self.PEER[0], ENGINE_IP, self.PEER[1], 40000, self.p_seq if seq is None else seq, ack,
-                           flags, wnd, payload, options=opts)
-        return eth_frame(ENGINE_MAC, PEER_MAC, ETH_P_IP, pkt)
-
-    def collect(self) -> list:
-        self.frames = self.eng.take_wire()             # the wire bytes of what collect() returns
-        segs = [parse_segment(f[14:]) for f in self.frames]
-        self.out += segs
-        return segs
-
-    def feed(self, frame: bytes) -> list:
-        self.eng.segment_in(frame, self.now)
-        return self.collect()
-
-    def data(self, payload: bytes, *, seq: int | None = None, flags: int = ACK, **kw) -> list:
-        """The peer's data at its next sequence number (or seq), which then moves on."""
-        seq = self.p_seq if seq is None else seq
-        out = self.feed(self.seg(seq=seq, payload=payload, flags=flags, **kw))
-        if seq_diff(seq_add(seq, len(payload)), self.p_seq) > 0:
-            self.p_seq = seq_add(seq, len(payload))
-        return out
-
-    def advance(self, us: int) -> list:
-        self.now += us
-        self.eng.poll(self.now)
-        return self.collect()
-
-    def until(self, pred: Callable[[list], bool], limit_us: int = 600_000_000) -> tuple[int, list]:
-        """Poll at each wheel deadline until the engine sends something pred() accepts."""
-        end = self.now + limit_us
-        while self.now < end:
-            d = self.eng.next_deadline_us()
-            assert d is not None, "nothing armed"
-            self.now = max(self.now, d)
-            self.eng.poll(self.now)
-            segs = self.collect()
-            if segs and pred(segs):
-                return self.now, segs
-        raise AssertionError("nothing came")
-
-    def received(self) -> bytes:
-        """Everything received in order since the install (the FIN's number left out)."""
-        t = self.eng.tcbs.get(self.c) or self.eng.final[self.c]
-        fin = St(t.state) in (St.CLOSE_WAIT, St.CLOSING, St.LAST_ACK, St.TIME_WAIT)
-        n = seq_diff(t.rcv_nxt, self.hs.read_seq) - fin
-        return self.mem.ring_read(self.rcv_buf, self.rcv_size, self.hs.read_seq, n)
-
 
 def tick_time(us: int, tick: int = 64) -> int:
     """When a timer armed for `us` from now = 0 fires, when polled at every tick."""
@@ -1059,24 +535,6 @@ def test_fin_and_rst_state_machine():
 
 # ============================================================================ hostile input
 
-def forge(x: Conn, sim: Sim, *, seq: int, ack: int, flags: int = ACK, payload: bytes = b"", wnd: int = 1000,
-          tsval: int | None = None, ts: bool = True) -> bytes:
-    """A segment from the peer's address with a valid checksum (and by default the peer's
-    current TSval, so PAWS lets it through to the check under test)."""
-    p = x.peer
-    opts = tcp_options(ts=(p._ts_now() if tsval is None else tsval, 0)) if ts and p.ts_ok else b""
-    pkt = build_packet(x.key.remote_ip, x.key.local_ip, x.key.remote_port, x.key.local_port, seq, ack, flags, wnd,
-                       payload, options=opts)
-    return eth_frame(ENGINE_MAC, PEER_MAC, ETH_P_IP, pkt)
-
-
-def bulk_pair(sim: Sim, rng: random.Random, k: int = 0, **kw) -> Conn:
-    args = dict(host_tx=rng.randbytes(200_000), p_pending=rng.randbytes(200_000), close="host",
-                e_inflight=rng.randbytes(2000), p_unacked=rng.randbytes(2000))
-    args.update(kw)
-    return sim.add(k, rng, **args)
-
-
 def test_hostile_rst_syn_and_acks():
     """Mid-transfer, forged segments with the peer's addresses and a fresh timestamp:
     RSTs outside the window (dropped silently), RSTs in the window but not at rcv_nxt
@@ -1382,7 +840,8 @@ def test_decision_trace():
     so.data(b"x" * 1448)
     so.data(b"y" * 100, seq=seq_add(so.p_seq, 500))          # out of order
     so.feed(so.seg(flags=RST, seq=seq_add(so.p_seq, 1 << 31)))
-    d0, d1, d2, d3 = so.eng.trace
+    assert so.eng.trace[0].kind == "install"
+    d0, d1, d2, d3 = [d for d in so.eng.trace if d.kind == "seg"]
     assert d0.emitted == [] and d0.before.delack_on == 0 and d0.after.delack_on == 1     # delayed
     assert d0.notified == [("acked", so.c, seq_add(so.hs.snd_una, 3000)), ("rx", so.c, d0.after.rcv_nxt)]
     assert seq_diff(d1.after.rcv_nxt, d1.before.rcv_nxt) == 1448 and len(d1.emitted) == 1   # 2nd: ACK at once
@@ -1391,6 +850,23 @@ def test_decision_trace():
     assert d3.emitted == [] and d3.after == d3.before
     so.feed(so.seg(flags=RST, seq=so.t.rcv_nxt))
     assert so.eng.trace[-1].after is None and so.eng.trace[-1].notified == [("rst", so.c), ("closed", so.c)]
+
+
+def test_decision_traces_cover_the_decisions():
+    """toe_sim.decision_traces, the workload the hardware engine is checked with: the same
+    seed gives the same decisions, and with its defaults it makes every kind of decision
+    toe_sim.decision_coverage tells apart."""
+    t0 = time.process_time()
+    traces = decision_traces(SEED)
+    took = time.process_time() - t0
+    again = decision_traces(SEED)           # (a smaller config would leave the hostile part, most of it, out)
+    assert len(traces) == len(again)
+    assert all((a.kind, a.frame, a.before, a.after) == (b.kind, b.frame, b.before, b.after)
+               for a, b in zip(traces, again))
+    cov = decision_coverage(traces)
+    print(f"  {len(traces)} decisions in {took:.1f} s: {dict(cov)}")
+    missing = [kind for kind in DECISION_CLASSES if not cov[kind]]
+    assert not missing, f"never made: {missing}"
 
 
 def test_tcb_layout():

@@ -1,0 +1,423 @@
+package offnic.toe
+
+import chisel3._
+import chisel3.util._
+import offnic.{Elaboratable, Params}
+import offnic.axis.{AxisIO, AxisParams}
+
+/** Host commands (EngineCmd.op). */
+object EngineOp {
+  /** Take a connection: `tcb` as the driver built it from the socket's TCP_REPAIR state
+    * (sim/offnic_sim/toe_hw.py: install_tcb), `addr` its addresses, `arg` our TSval now. */
+  val Install = 0
+  /** Give connection `id` back: the answer carries its state. */
+  val Restore = 1
+  /** The host wrote connection `id`'s send ring up to `arg`. */
+  val Send = 2
+  /** The host consumed connection `id`'s receive ring up to `arg`. */
+  val Read = 3
+  /** Close connection `id`: FIN after its data. */
+  val Close = 4
+  /** Read connection `id`'s state (no change). */
+  val Status = 5
+}
+
+/** Command outcomes (EngineRsp.status): the table's, then NotLive. */
+object EngineStatus {
+  val Ok = 0
+  val Exists = 1  // install: the 4-tuple is installed already (its id answered)
+  val Full = 2    // install: the table found no place
+  val NoId = 3    // install: every id is in use
+  val NotLive = 4 // the id holds no connection (never installed, closed, restored)
+}
+
+class EngineCmd(val idBits: Int) extends Bundle {
+  val op = UInt(3.W)
+  val id = UInt(idBits.W)
+  val arg = UInt(32.W)
+  val addr = new ConnAddr
+  val tcb = new Tcb
+}
+
+/** A notification with the number of store commands (m_rxw) issued before it: it may go
+  * to the host once that many have completed (TcpOffload's fence). */
+class FencedNote(val idBits: Int) extends Bundle {
+  val note = new EngineNote(idBits)
+  val stores = UInt(32.W)
+}
+
+class EngineRsp(val idBits: Int) extends Bundle {
+  val op = UInt(3.W)
+  val status = UInt(3.W)
+  val id = UInt(idBits.W)
+  /** Install, Restore: the connection's state after the command (for a restore, what the
+    * driver gives Linux: toe_hw.restored()); `tsVal` is our TSval and `nowUs` the engine's
+    * clock at that moment. */
+  val tcb = new Tcb
+  val addr = new ConnAddr
+  val tsVal = UInt(32.W)
+  val nowUs = UInt(42.W)
+}
+
+/** The TCP offload engine's control: everything but moving payload bytes. Frames from the
+  * wire enter [[TcpSteer]] (parser, connection table, frame FIFO): those not for an
+  * installed connection leave on `m_axis_host` unchanged; each segment of one is an event.
+  * Timer expiries ([[TimerWheel]]) and host commands are events too. Events are taken one
+  * at a time, round robin: the connection's TCB, addresses and armed timer are read from
+  * block RAM (one word per connection), [[TcpDecide]] decides, the TCB is written back and
+  * the connection's earliest due is armed on the wheel when it moved earlier. So no event
+  * ever sees a stale TCB, and no forwarding is needed.
+  *
+  * What the decision asks for leaves on streams: segments to send with the connection's
+  * addresses (`m_tx`, for the transmit builder), one store-or-drop command per segment
+  * frame (`m_rxw`, with the frame itself on `m_axis_seg`, for the receive-ring writer),
+  * notifications (`m_note`), answers to commands (`m_rsp`).
+  *
+  * A segment is decided only if its connection is live and the frame's 4-tuple is the
+  * TCB's: a frame steered before a restore or a close (when the id may already belong to a
+  * new connection) is dropped. Install: table insert, then the TCB write and the install
+  * decision (owed ACK, first transmissions, timers) in the same command, so a segment of
+  * the new connection, held in the FIFO meanwhile, always meets its TCB. Restore: the
+  * decision (a pending ACK goes out), the TCB closed, the timer cancelled, then the table
+  * delete; its answer is the cut after which no frame of the connection reaches the
+  * engine (TcpSteer's guarantee), and the command's answer carries the state.
+  *
+  * Time: `cfg_cycles_per_us` clocks make a microsecond; the wheel ticks every
+  * 2^tickShift us, in step with the microsecond counter (both count from reset).
+  */
+class TcpEngine(val connections: Int = 4096, val buckets: Int = 1024, val slots: Int = 1024,
+                val fifoBeats: Int = 512, val tickShift: Int = 6) extends Module {
+  val idBits: Int = log2Ceil(connections)
+  private val p = AxisParams(32)
+  val s_axis = IO(Flipped(new AxisIO(p)))
+  val m_axis_host = IO(new AxisIO(p))
+  val m_axis_seg = IO(new AxisIO(p))
+  val m_rxw = IO(Decoupled(new RxWrite(idBits)))
+  val m_tx = IO(Decoupled(new TxReq(idBits)))
+  val s_cmd = IO(Flipped(Decoupled(new EngineCmd(idBits))))
+  val m_rsp = IO(Decoupled(new EngineRsp(idBits)))
+  val m_note = IO(Decoupled(new FencedNote(idBits)))
+  /** Store commands issued so far (modulo 2^32). */
+  val storesIssued = IO(Output(UInt(32.W)))
+  val cfg = IO(Input(new EngineCfg))
+  val cfg_cycles_per_us = IO(Input(UInt(10.W)))
+
+  private val steer = Module(new TcpSteer(connections, buckets, fifoBeats, p))
+  val cfg_hash_key = IO(Input(UInt(steer.cfg_hash_key.getWidth.W)))
+  val status = IO(Output(new Bundle {
+    val ready = Bool()
+    val nowUs = UInt(42.W)
+    val connections = UInt((idBits + 1).W)
+    /** An event is being decided, waits, or its outputs wait (a test's "quiet" is !busy). */
+    val busy = Bool()
+  }))
+  private val wheel = Module(new TimerWheel(connections, slots))
+  private val decide = Module(new TcpDecide(idBits, tickShift))
+
+  // ---- Clocks: microseconds and the timestamp clock (milliseconds).
+  private val usDiv = RegInit(0.U(10.W))
+  private val msDiv = RegInit(0.U(10.W))
+  private val nowUs = RegInit(0.U(42.W))
+  private val nowTs = RegInit(0.U(32.W))
+  when(usDiv +& 1.U >= cfg_cycles_per_us) {
+    usDiv := 0.U
+    nowUs := nowUs + 1.U
+    when(msDiv === 999.U) {
+      msDiv := 0.U
+      nowTs := nowTs + 1.U
+    }.otherwise {
+      msDiv := msDiv + 1.U
+    }
+  }.otherwise {
+    usDiv := usDiv + 1.U
+  }
+  private val nowTick = nowUs(31 + tickShift, tickShift)
+  wheel.cfg_tick_cycles := cfg_cycles_per_us << tickShift
+  decide.now.us := nowUs
+  decide.now.ts := nowTs
+  decide.cfg := cfg
+  status.ready := steer.status.ready && wheel.status.ready
+  status.nowUs := nowUs
+  status.connections := steer.status.entries
+
+  steer.s_axis <> s_axis
+  m_axis_host <> steer.m_axis_host
+  m_axis_seg <> steer.m_axis_engine
+  steer.cfg_hash_key := cfg_hash_key
+
+  // ---- Per-connection memories, one event at a time (never a read and a write of the
+  // same word in one cycle).
+  class Armed extends Bundle {
+    val on = Bool()
+    val due = UInt(32.W) // the tick the wheel holds the connection for
+  }
+  private val tcbRam = SyncReadMem(connections, new Tcb)
+  private val addrRam = SyncReadMem(connections, new ConnAddr)
+  private val armedRam = SyncReadMem(connections, new Armed)
+  private val rdAddr = WireDefault(0.U(idBits.W))
+  private val rdEn = WireDefault(false.B)
+  private val tcbRd = tcbRam.read(rdAddr, rdEn)
+  private val addrRd = addrRam.read(rdAddr, rdEn)
+  private val armedRd = armedRam.read(rdAddr, rdEn)
+
+  private object E extends ChiselEnum {
+    val Idle, SegRead, TimerRead, CmdStart, CmdRead, InsertWait, Decide, Wait, Drop, Arm, Cancel, Delete,
+      DeleteWait, Respond = Value
+  }
+  private val st = RegInit(E.Idle)
+  private val id = Reg(UInt(idBits.W))
+  private val kind = Reg(UInt(3.W))
+  private val seg = Reg(new SteerSeg(idBits))
+  private val cmd = Reg(new EngineCmd(idBits))
+  private val isCmd = Reg(Bool())
+  private val tcb = Reg(new Tcb)
+  private val addr = Reg(new ConnAddr)
+  private val armed = Reg(new Armed)
+  private val arg = Reg(UInt(32.W))
+  private val alive = Reg(Bool())
+  private val decided = Reg(Bool()) // the event went through the decision
+  private val rsp = Reg(new EngineRsp(idBits))
+  private val turn = RegInit(0.U(2.W)) // round robin: segments, timers, commands
+  private val armedWr = WireDefault(false.B) // one write port: the word is `armedNext`
+  private val armedNext = WireDefault(armed)
+  when(armedWr) { armedRam.write(id, armedNext) }
+
+  // The parser's kind and reason (TcpSteer sends only good segments) and the echoed
+  // timestamp (RTT is not taken from it) decide nothing here.
+  private val unused_seg_info = WireDefault(Cat(seg.info.kind, seg.info.bad, seg.info.tsEcr))
+  dontTouch(unused_seg_info)
+
+  private def keyOf(a: ConnAddr): UInt = ConnKey(a.srcIp, a.dstIp, a.sport, a.dport)
+  private def live(t: Tcb): Bool = t.state =/= ConnState.Closed.U
+
+  // ---- Event sources.
+  private val segOk = steer.m_seg.valid
+  private val timerOk = wheel.expired.valid
+  private val cmdOk = s_cmd.valid
+  private val pick = Wire(UInt(2.W)) // 0 segment, 1 timer, 2 command, 3 none
+  private def first(order: Seq[Int]): UInt =
+    order.foldRight(3.U(2.W))((s, rest) => Mux(Seq(segOk, timerOk, cmdOk)(s), s.U, rest))
+  pick := MuxLookup(turn, 3.U)(Seq(0.U -> first(Seq(0, 1, 2)), 1.U -> first(Seq(1, 2, 0)),
+    2.U -> first(Seq(2, 0, 1))))
+  private val idle = st === E.Idle && status.ready
+  steer.m_seg.ready := idle && pick === 0.U
+  wheel.expired.ready := idle && pick === 1.U
+  s_cmd.ready := idle && pick === 2.U
+
+  // ---- Outputs of the decision.
+  private val rxwQ = Module(new Queue(new RxWrite(idBits), 4))
+  m_rxw <> rxwQ.io.deq
+  // Store commands leave in event order: a drop waits for the decision's store before it.
+  private val dropNow = st === E.Drop && !decide.m_rxw.valid
+  rxwQ.io.enq.valid := decide.m_rxw.valid || dropNow
+  rxwQ.io.enq.bits := decide.m_rxw.bits
+  decide.m_rxw.ready := rxwQ.io.enq.ready
+  when(!decide.m_rxw.valid) {
+    rxwQ.io.enq.bits := 0.U.asTypeOf(new RxWrite(idBits))
+    rxwQ.io.enq.bits.id := id
+  }
+  m_tx.valid := decide.m_tx.valid
+  m_tx.bits.seg := decide.m_tx.bits
+  m_tx.bits.addr := addr
+  decide.m_tx.ready := m_tx.ready
+  private val stores = RegInit(0.U(32.W))
+  when(rxwQ.io.enq.fire) { stores := stores + 1.U }
+  storesIssued := stores
+  m_note.valid := decide.m_note.valid
+  m_note.bits.note := decide.m_note.bits
+  m_note.bits.stores := stores + rxwQ.io.enq.fire // (a store in this cycle precedes the note)
+  decide.m_note.ready := m_note.ready
+
+  decide.s_in.valid := st === E.Decide
+  decide.s_in.bits.kind := kind
+  decide.s_in.bits.id := id
+  decide.s_in.bits.tcb := tcb
+  decide.s_in.bits.seg.seq := seg.info.seq
+  decide.s_in.bits.seg.ack := seg.info.ack
+  decide.s_in.bits.seg.flags := seg.info.flags
+  decide.s_in.bits.seg.window := seg.info.window
+  decide.s_in.bits.seg.tsPresent := seg.info.tsPresent
+  decide.s_in.bits.seg.tsVal := seg.info.tsVal
+  decide.s_in.bits.seg.dataStart := seg.info.dataStart
+  decide.s_in.bits.seg.dataLen := seg.info.dataLen
+  decide.s_in.bits.arg := arg
+
+  steer.cmd.valid := st === E.CmdStart && cmd.op === EngineOp.Install.U || st === E.Delete
+  steer.cmd.bits.delete := st === E.Delete
+  steer.cmd.bits.key := Mux(st === E.Delete, keyOf(addr), keyOf(cmd.addr))
+  steer.rsp.ready := st === E.InsertWait || st === E.DeleteWait
+
+  wheel.cmd.valid := st === E.Arm || st === E.Cancel
+  wheel.cmd.bits.cancel := st === E.Cancel
+  wheel.cmd.bits.id := id
+  // The earliest due of the connection (toe_model._min_due), and ticks from now to it.
+  private val dueOn = tcb.delackOn || tcb.stKind =/= SendTimer.None.U
+  private val minDue = Mux(tcb.delackOn && (tcb.stKind === SendTimer.None.U || !SeqNum.lt(tcb.stDue, tcb.delackDue)),
+    tcb.delackDue, tcb.stDue)
+  private val ahead = SeqNum.diff(minDue, nowTick)
+  wheel.cmd.bits.delay := Mux(ahead <= 1.S, 1.U, Mux(ahead > 0xFFFF.S, 0xFFFF.U, ahead.asUInt(15, 0)))
+
+  m_rsp.valid := st === E.Respond
+  status.busy := st =/= E.Idle || steer.m_seg.valid || wheel.expired.valid || rxwQ.io.deq.valid ||
+    decide.m_note.valid || decide.m_tx.valid || !decide.s_in.ready
+  m_rsp.bits := rsp
+
+  // A wheel tick (24 bits) as the engine's 32-bit tick: the latest one not after now.
+  private def tick32(t24: UInt): UInt = nowTick - (nowTick(TimerWheel.TickBits - 1, 0) - t24)(TimerWheel.TickBits - 1, 0)
+
+  switch(st) {
+    is(E.Idle) {
+      when(steer.m_seg.fire) {
+        seg := steer.m_seg.bits
+        id := steer.m_seg.bits.id
+        kind := EventKind.Seg.U
+        isCmd := false.B
+        decided := false.B
+        rdEn := true.B
+        rdAddr := steer.m_seg.bits.id
+        st := E.SegRead
+      }
+      when(wheel.expired.fire) {
+        id := wheel.expired.bits.id
+        kind := EventKind.Timer.U
+        arg := tick32(wheel.expired.bits.tick)
+        isCmd := false.B
+        rdEn := true.B
+        rdAddr := wheel.expired.bits.id
+        st := E.TimerRead
+      }
+      when(s_cmd.fire) {
+        cmd := s_cmd.bits
+        id := s_cmd.bits.id
+        arg := s_cmd.bits.arg
+        isCmd := true.B
+        rdEn := true.B
+        rdAddr := s_cmd.bits.id
+        kind := MuxLookup(s_cmd.bits.op, EventKind.Close.U)(Seq(
+          EngineOp.Install.U -> EventKind.Install.U,
+          EngineOp.Restore.U -> EventKind.Restore.U,
+          EngineOp.Send.U -> EventKind.Send.U,
+          EngineOp.Read.U -> EventKind.Read.U))
+        st := Mux(s_cmd.bits.op === EngineOp.Install.U, E.CmdStart, E.CmdRead)
+      }
+      when(pick =/= 3.U && idle) { turn := Mux(pick === 2.U, 0.U, pick + 1.U) }
+    }
+    is(E.SegRead) {
+      tcb := tcbRd
+      addr := addrRd
+      armed := armedRd
+      // A frame steered before its connection left (a restore, a close): not this TCB's.
+      st := Mux(live(tcbRd) && keyOf(addrRd) === seg.info.key, E.Decide, E.Drop)
+    }
+    is(E.TimerRead) {
+      tcb := tcbRd
+      addr := addrRd
+      armed := armedRd
+      armed.on := false.B // the wheel let it go
+      st := Mux(live(tcbRd), E.Decide, E.Idle)
+    }
+    is(E.CmdRead) {
+      tcb := tcbRd
+      addr := addrRd
+      armed := armedRd
+      rsp := 0.U.asTypeOf(new EngineRsp(idBits))
+      rsp.op := cmd.op
+      rsp.id := id
+      when(cmd.op === EngineOp.Status.U) {
+        rsp.status := Mux(live(tcbRd), EngineStatus.Ok.U, EngineStatus.NotLive.U)
+        rsp.tcb := tcbRd
+        rsp.addr := addrRd
+        rsp.tsVal := SeqNum.add(nowTs, tcbRd.tsOffset)
+        rsp.nowUs := nowUs
+        st := E.Respond
+      }.elsewhen(live(tcbRd)) {
+        st := E.Decide
+      }.otherwise {
+        rsp.status := EngineStatus.NotLive.U
+        st := E.Respond
+      }
+    }
+    // Install: the table first; its id names the TCB.
+    is(E.CmdStart) {
+      rsp := 0.U.asTypeOf(new EngineRsp(idBits))
+      rsp.op := cmd.op
+      when(steer.cmd.fire) { st := E.InsertWait }
+    }
+    is(E.InsertWait) {
+      when(steer.rsp.fire) {
+        rsp.status := steer.rsp.bits.status
+        rsp.id := steer.rsp.bits.id
+        when(steer.rsp.bits.status === ConnStatus.Ok.U) {
+          id := steer.rsp.bits.id
+          tcb := cmd.tcb
+          addr := cmd.addr
+          armed.on := false.B
+          addrRam.write(steer.rsp.bits.id, cmd.addr)
+          st := E.Decide
+        }.otherwise {
+          st := E.Respond
+        }
+      }
+    }
+    is(E.Decide) {
+      when(decide.s_in.fire) { st := E.Wait }
+    }
+    is(E.Wait) {
+      when(decide.m_out.valid) {
+        val out = decide.m_out.bits
+        val t = WireDefault(out.tcb)
+        when(!out.alive) { t.state := ConnState.Closed.U }
+        tcb := t
+        alive := out.alive
+        decided := true.B
+        tcbRam.write(id, t)
+        rsp.tcb := out.tcb
+        rsp.addr := addr
+        rsp.tsVal := SeqNum.add(nowTs, out.tcb.tsOffset)
+        rsp.nowUs := nowUs
+        st := Mux(kind === EventKind.Seg.U && !out.stored, E.Drop, E.Arm)
+      }
+    }
+    is(E.Drop) { // the frame goes nowhere
+      when(dropNow && rxwQ.io.enq.ready) { st := Mux(decided, E.Arm, E.Idle) }
+    }
+    is(E.Arm) {
+      // A live connection's earliest due goes on the wheel when it is earlier than what
+      // the wheel holds (a later one waits for the held one to fire).
+      val want = alive && dueOn && (!armed.on || SeqNum.lt(minDue, armed.due))
+      when(!alive) {
+        st := E.Cancel
+      }.elsewhen(!want) {
+        st := Mux(isCmd, E.Respond, E.Idle)
+        armedWr := true.B
+      }.elsewhen(wheel.cmd.fire) {
+        armedWr := true.B
+        armedNext.on := true.B
+        armedNext.due := minDue
+        st := Mux(isCmd, E.Respond, E.Idle)
+      }
+    }
+    is(E.Cancel) { // the connection left: its timer and its table entry go
+      when(wheel.cmd.fire) {
+        armedWr := true.B
+        armedNext.on := false.B
+        st := E.Delete
+      }
+    }
+    is(E.Delete) {
+      when(steer.cmd.fire) { st := E.DeleteWait }
+    }
+    is(E.DeleteWait) {
+      when(steer.rsp.fire) { st := Mux(isCmd, E.Respond, E.Idle) }
+    }
+    is(E.Respond) {
+      when(m_rsp.fire) { st := E.Idle }
+    }
+  }
+}
+
+object TcpEngine extends Elaboratable {
+  /** `connections` (4096), `buckets` (1024), `slots` (1024), `fifo_beats` (512). */
+  def generate(p: Params): RawModule = new TcpEngine(p.int("connections", 4096), p.int("buckets", 1024),
+    p.int("slots", 1024), p.int("fifo_beats", 512))
+}
