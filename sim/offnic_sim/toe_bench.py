@@ -11,7 +11,9 @@ one (toe_report.py runs each on its own design and writes results/bench-toe.json
 - steer: back-to-back frames (half of them segments of installed connections) through the
   receive front (parser, table lookup, frame FIFO, output choice), cycles per frame;
 - header: pure ACKs (with timestamps; with timestamps and 3 SACK blocks) built back to
-  back, cycles per segment.
+  back, cycles per segment;
+- decide: the model's traced decisions (toe_sim.decision_traces) replayed on TcpDecide
+  without back-pressure, each checked: cycles per decision by kind.
 Results go to the JSON file named in the bench settings (`out`).
 """
 from __future__ import annotations
@@ -279,3 +281,27 @@ async def header(dut):
         out[kind] = frame_rate(max(60, 54 + 12 + (4 + 8 * sack if sack else 0)) + 4, (last - first) / (n - 1))
         await ClockCycles(d.clock, 20)
     _write(out)
+
+
+@cocotb.test()
+async def decide(dut):
+    from collections import defaultdict
+
+    from offnic_sim import toe_hw, toe_sim
+    cfg = bench_config()
+    d = dut
+    Clock(d.clock, 4, unit="ns").start()
+    d.reset.value = 1
+    d.s_in_valid.value = 0
+    await ClockCycles(d.clock, 4)
+    await FallingEdge(d.clock)
+    d.reset.value = 0
+    traces = toe_sim.decision_traces(cfg["seed"])
+    took = await toe_hw.replay_decisions(d, traces, toe_sim.sim_params(), random.Random(cfg["seed"]))
+    by_kind: dict[str, list[int]] = defaultdict(list)
+    for kind, cycles in took:
+        by_kind[kind].append(cycles)
+    by_kind["all"] = [c for _, c in took]
+    _write({k: {"decisions": len(v), "cycles_mean": round(sum(v) / len(v), 2), "cycles_max": max(v),
+                "decisions_per_s": round(CLOCK_MHZ * 1e6 * len(v) / sum(v))} for k, v in by_kind.items()})
+

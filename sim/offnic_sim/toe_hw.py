@@ -6,10 +6,13 @@ engine's cocotb benches.
 from __future__ import annotations
 
 import dataclasses
+import random
 import struct
 
+from cocotb.triggers import FallingEdge, Timer
+
 from . import tcp_parse
-from .toe_model import NIL, EngineParams, Tcb
+from .toe_model import NIL, Decision, EngineParams, Tcb
 
 M32 = 0xFFFFFFFF
 
@@ -107,3 +110,74 @@ def cfg_values(p: EngineParams) -> dict[str, int]:
 
 def ts_clock(now_us: int, p: EngineParams) -> int:
     return (now_us // p.ts_tick_us) & M32
+
+
+async def replay_decisions(d, traces: list[Decision], params: EngineParams, rng: random.Random,
+                           stall_from: int | None = None) -> list[tuple[str, int]]:
+    """Replay the model's decisions on a TcpDecide (`d`, out of reset, at a falling edge):
+    each from the same TCB, input and time; from decision `stall_from` on, its outputs
+    see random back-pressure. Asserts the TCB after, every segment sent and every
+    notification are the model's. Returns (kind, cycles from input taken to answer)."""
+    for name, v in cfg_values(params).items():
+        getattr(d, f"cfg_{name}").value = v
+    stall = 0.0
+    took_at: list[tuple[str, int]] = []
+    for n, dec in enumerate(traces):
+        if stall_from is not None and n >= stall_from:
+            stall = 0.5
+        drive_tcb(d, "s_in_bits_tcb", dec.before)
+        seg = seg_in(dec.frame) if dec.kind == "seg" else dict.fromkeys(SEG_FIELDS, 0)
+        for k, v in seg.items():
+            getattr(d, f"s_in_bits_seg_{k}").value = v
+        d.s_in_bits_kind.value = EVENT_KINDS[dec.kind]
+        d.s_in_bits_arg.value = dec.arg
+        d.s_in_bits_id.value = dec.conn
+        d.now_us.value = dec.now_us & ((1 << 42) - 1)
+        d.now_ts.value = ts_clock(dec.now_us, params)
+        d.s_in_valid.value = 1
+        sent, notes, out, cycles, taken = [], [], None, 0, None
+        for _ in range(4000):
+            d.m_tx_ready.value = int(rng.random() >= stall)
+            d.m_note_ready.value = int(rng.random() >= stall)
+            d.m_rxw_ready.value = int(rng.random() >= stall)
+            await Timer(1, "ns")
+            took = bool(d.s_in_valid.value and d.s_in_ready.value)
+            if d.m_tx_valid.value and d.m_tx_ready.value:
+                sent.append(_tx_of(d))
+            if d.m_note_valid.value and d.m_note_ready.value:
+                notes.append((int(d.m_note_bits_kind.value), int(d.m_note_bits_seq.value)))
+            if d.m_out_valid.value:
+                out = (bool(d.m_out_bits_alive.value), read_tcb(d, "m_out_bits_tcb"))
+                taken = cycles - taken
+            await FallingEdge(d.clock)
+            cycles += 1
+            if took:
+                d.s_in_valid.value = 0
+                taken = cycles
+            if out is not None and not d.m_note_valid.value and not d.m_rxw_valid.value:
+                break
+        where = f"decision {n} ({dec.kind} {dec.arg}, conn {dec.conn}, t={dec.now_us} us)"
+        assert out is not None, f"{where}: no answer"
+        alive, got = out
+        # a restore returns the state after it although the connection leaves
+        assert alive == (dec.after is not None and dec.kind != "restore"), f"{where}: alive {alive}"
+        if dec.after is not None:
+            diff = tcb_diff(dec.after, got)
+            assert not diff, f"{where}: TCB differs: {diff}"
+        want_tx = [tx_fields(f) for f in dec.emitted]
+        assert sent == want_tx, f"{where}: sent {sent}, model {want_tx}"
+        want_notes = [note_fields(x) for x in dec.notified]
+        assert notes == want_notes, f"{where}: notified {notes}, model {want_notes}"
+        took_at.append((dec.kind, taken))
+    return took_at
+
+
+def _tx_of(d) -> dict:
+    n = int(d.m_tx_bits_sackN.value)
+    sack = [(int(getattr(d, f"m_tx_bits_sack_{k}_start").value), int(getattr(d, f"m_tx_bits_sack_{k}_end").value))
+            for k in range(n)]
+    ts = bool(d.m_tx_bits_tsPresent.value)
+    return dict(seq=int(d.m_tx_bits_seq.value), ack=int(d.m_tx_bits_ack.value), flags=int(d.m_tx_bits_flags.value),
+                window=int(d.m_tx_bits_window.value), tsPresent=int(ts),
+                tsVal=int(d.m_tx_bits_tsVal.value) if ts else 0, tsEcr=int(d.m_tx_bits_tsEcr.value) if ts else 0,
+                sack=sack, payloadLen=int(d.m_tx_bits_payloadLen.value))

@@ -106,6 +106,10 @@ def main(args: list[str], rel=str) -> int:
     r = run("wheel", Design.of("toe.TimerWheel", connections=4096, slots=1024), "wheel", connections=4096, slots=1024)
     recs.append({"case": "timer_wheel_4096", "block": "timer_wheel", "mss": None, "gbps": None,
                  "line_rate_pct": None, **r})
+    r = run("decide", Design.of("toe.TcpDecide", connections=4096), "decide")
+    for kind, v in r.items():
+        recs.append({"case": f"decide_{kind}", "block": "tcp_decide", "connections": None, "mss": None,
+                     "gbps": None, "line_rate_pct": None, **v})
     synth = hw.BUILD / "synth" / "toe" / "synth.json"
     if synth.exists():
         recs.append({"case": "resources", "block": "synth", "source": rel(synth),
@@ -132,6 +136,12 @@ def main(args: list[str], rel=str) -> int:
         if r.get("block") == "tcp_header_build":
             print(f"header builder, {r['case']}: {r['cycles_per_frame']} cycles per segment, {r['mpps']} Mpps "
                   f"({r['line_rate_pct']}% of one 25G port's rate for {r['frame_bytes']} B frames)")
+    print("\n| decision kind | decisions | cycles mean | cycles max | decisions/s |")
+    print("|---|---|---|---|---|")
+    for r in recs:
+        if r.get("block") == "tcp_decide":
+            print(f"| {r['case'][7:]} | {r['decisions']} | {r['cycles_mean']} | {r['cycles_max']} | "
+                  f"{r['decisions_per_s'] / 1e6:.1f} M |")
     w = next(r for r in recs if r.get("block") == "timer_wheel")
     print(f"\ntimer wheel ({w['connections']} timers, {w['slots']} slots): {w['cycles_per_arm']} cycles per arm "
           f"({w['arms_per_s'] / 1e6:.1f} M/s), {w['cycles_per_expiry']} per expiry ({w['expiries_per_s'] / 1e6:.1f} M/s)")

@@ -133,10 +133,16 @@ class Sim:
     to the engine with a list of frames (hostile tests)."""
 
     def __init__(self, seed: int, params: EngineParams | None = None, *, mem: int = 64 << 20, drop=0.0, dup=0.0,
-                 corrupt=0.0, reorder=0.0, reorder_us=5000):
+                 corrupt=0.0, reorder=0.0, reorder_us=5000, engine=None):
+        """engine: an engine with the model's interface and its own `mem` (the simulated
+        hardware: toe_hwengine.HwEngine); default a toe_model.Engine."""
         self.rng = random.Random(seed)
-        self.mem = Memory(mem)
-        self.eng = Engine(self.mem, params or sim_params())
+        if engine is None:
+            self.mem = Memory(mem)
+            self.eng = Engine(self.mem, params or sim_params())
+        else:
+            self.mem = engine.mem
+            self.eng = engine
         self.drop, self.dup, self.corrupt, self.reorder, self.reorder_us = drop, dup, corrupt, reorder, reorder_us
         self.now = T0
         self.eng.poll(T0)
