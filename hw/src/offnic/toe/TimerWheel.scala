@@ -106,7 +106,8 @@ class TimerWheel(val connections: Int = 4096, val slots: Int = 1024) extends Mod
     val Init, Idle, C1, C2, C3, I1, I2, I3, E1, E2, E3 = Value
   }
   private val st = RegInit(S.Init)
-  private val initIx = RegInit(0.U(ib.W))
+  private val initEnd = connections max slots
+  private val initIx = RegInit(0.U(log2Ceil(initEnd).W))
   private val c = Reg(UInt(ib.W))
   private val isArm = Reg(Bool())
   private val deadlineSlot = Reg(UInt(sb.W)) // (the tick itself is not needed: a slot holds one tick)
@@ -139,11 +140,13 @@ class TimerWheel(val connections: Int = 4096, val slots: Int = 1024) extends Mod
 
   switch(st) {
     is(S.Init) {
-      // Clear the heads and the armed bits (connections >= slots is not required).
-      when(initIx < slots.U) { hWr(initIx(sb - 1, 0), 0.U) }
-      wWr(initIx, 0.U)
+      // Clear the heads and the armed bits (either may be the longer).
+      if (slots < initEnd) { when(initIx < slots.U) { hWr(initIx(sb - 1, 0), 0.U) } }
+      else hWr(initIx, 0.U)
+      if (connections < initEnd) { when(initIx < connections.U) { wWr(initIx(ib - 1, 0), 0.U) } }
+      else wWr(initIx, 0.U)
       initIx := initIx + 1.U
-      when(initIx === (connections - 1).U) { st := S.Idle }
+      when(initIx === (initEnd - 1).U) { st := S.Idle }
     }
     is(S.Idle) {
       when(takeCmd) {

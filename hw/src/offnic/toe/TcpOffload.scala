@@ -1,0 +1,134 @@
+package offnic.toe
+
+import chisel3._
+import chisel3.util._
+import offnic.{Elaboratable, Params}
+import offnic.axi.Axi4IO
+import offnic.axis.{AxisIO, AxisParams}
+
+/** The TCP offload engine as the NIC will carry it: [[TcpEngine]] (control), the
+  * [[RxRingWriter]] storing received payload into each connection's receive ring and the
+  * [[TxSegBuilder]] reading the send rings into frames, over one AXI4 port (the writer has
+  * the write channels, the builder the read channels): an `AxiRam` now, host memory
+  * through the DMA engine later.
+  *
+  * Frames from the wire enter on `s_axis`; those not for an offloaded connection leave on
+  * `m_axis_host` unchanged; the engine's frames leave on `m_axis_tx`. Notifications wait
+  * until the receive-ring stores issued before them have completed, so "received up to
+  * X" is never ahead of the data in memory.
+  */
+class TcpOffload(val connections: Int = 4096, val buckets: Int = 1024, val slots: Int = 1024,
+                 val fifoBeats: Int = 512, val addrBits: Int = 40) extends Module {
+  private val p = AxisParams(32)
+  private val engine = Module(new TcpEngine(connections, buckets, slots, fifoBeats))
+  private val idBits = engine.idBits
+  private val writer = Module(new RxRingWriter(idBits, addrBits))
+  private val builder = Module(new TxSegBuilder(idBits, addrBits))
+
+  val s_axis = IO(Flipped(new AxisIO(p)))
+  val m_axis_host = IO(new AxisIO(p))
+  val m_axis_tx = IO(new AxisIO(p))
+  val s_cmd = IO(Flipped(Decoupled(new EngineCmd(idBits))))
+  val m_rsp = IO(Decoupled(new EngineRsp(idBits)))
+  val m_note = IO(Decoupled(new EngineNote(idBits)))
+  val m_axi = IO(new Axi4IO(addrBits, 4))
+  val cfg = IO(Input(new EngineCfg))
+  val cfg_cycles_per_us = IO(Input(UInt(10.W)))
+  val cfg_hash_key = IO(Input(UInt(engine.cfg_hash_key.getWidth.W)))
+  val status = IO(Output(new Bundle {
+    val ready = Bool()
+    val nowUs = UInt(42.W)
+    val connections = UInt((idBits + 1).W)
+    val busy = Bool()
+    val storeErrors = UInt(32.W)
+    /** Segments the builder dropped (too long) and memory reads that failed. */
+    val txDrops = UInt(32.W)
+    val txReadErrors = UInt(32.W)
+  }))
+
+  engine.s_axis <> s_axis
+  m_axis_host <> engine.m_axis_host
+  engine.s_cmd <> s_cmd
+  m_rsp <> engine.m_rsp
+  engine.cfg := cfg
+  engine.cfg_cycles_per_us := cfg_cycles_per_us
+  engine.cfg_hash_key := cfg_hash_key
+
+  writer.s_axis <> engine.m_axis_seg
+  writer.s_cmd <> engine.m_rxw
+  builder.s_req <> engine.m_tx
+  m_axis_tx <> builder.m_axis
+
+  // ---- One AXI4 port: writes from the writer, reads from the builder.
+  m_axi.awid := writer.m_axi.awid
+  m_axi.awaddr := writer.m_axi.awaddr
+  m_axi.awlen := writer.m_axi.awlen
+  m_axi.awsize := writer.m_axi.awsize
+  m_axi.awburst := writer.m_axi.awburst
+  m_axi.awvalid := writer.m_axi.awvalid
+  writer.m_axi.awready := m_axi.awready
+  m_axi.wdata := writer.m_axi.wdata
+  m_axi.wstrb := writer.m_axi.wstrb
+  m_axi.wlast := writer.m_axi.wlast
+  m_axi.wvalid := writer.m_axi.wvalid
+  writer.m_axi.wready := m_axi.wready
+  writer.m_axi.bid := m_axi.bid
+  writer.m_axi.bresp := m_axi.bresp
+  writer.m_axi.bvalid := m_axi.bvalid
+  m_axi.bready := writer.m_axi.bready
+  writer.m_axi.arready := false.B
+  writer.m_axi.rid := 0.U
+  writer.m_axi.rdata := 0.U
+  writer.m_axi.rresp := 0.U
+  writer.m_axi.rlast := false.B
+  writer.m_axi.rvalid := false.B
+  m_axi.arid := builder.m_axi.arid
+  m_axi.araddr := builder.m_axi.araddr
+  m_axi.arlen := builder.m_axi.arlen
+  m_axi.arsize := builder.m_axi.arsize
+  m_axi.arburst := builder.m_axi.arburst
+  m_axi.arvalid := builder.m_axi.arvalid
+  builder.m_axi.arready := m_axi.arready
+  builder.m_axi.rid := m_axi.rid
+  builder.m_axi.rdata := m_axi.rdata
+  builder.m_axi.rresp := m_axi.rresp
+  builder.m_axi.rlast := m_axi.rlast
+  builder.m_axi.rvalid := m_axi.rvalid
+  m_axi.rready := builder.m_axi.rready
+  builder.m_axi.awready := false.B
+  builder.m_axi.wready := false.B
+  builder.m_axi.bid := 0.U
+  builder.m_axi.bresp := 0.U
+  builder.m_axi.bvalid := false.B
+
+  // ---- Notifications after the stores issued before them (counts modulo 2^32).
+  private val done = RegInit(0.U(32.W))
+  private val storeErrors = RegInit(0.U(32.W))
+  writer.m_done.ready := true.B
+  // Stores complete in command order: the count says which, the id adds nothing.
+  private val unused_done_id = WireDefault(writer.m_done.bits.id)
+  dontTouch(unused_done_id)
+  when(writer.m_done.fire) {
+    done := done + 1.U
+    when(writer.m_done.bits.error) { storeErrors := storeErrors + 1.U }
+  }
+  private val stored = !SeqNum.lt(done, engine.m_note.bits.stores)
+  m_note.valid := engine.m_note.valid && stored
+  m_note.bits := engine.m_note.bits.note
+  engine.m_note.ready := m_note.ready && stored
+
+  status.ready := engine.status.ready
+  status.nowUs := engine.status.nowUs
+  status.connections := engine.status.connections
+  status.busy := engine.status.busy || engine.m_note.valid || engine.m_rxw.valid || engine.m_tx.valid ||
+    done =/= engine.storesIssued
+  status.storeErrors := storeErrors
+  status.txDrops := builder.status_drops
+  status.txReadErrors := builder.status_read_errors
+}
+
+object TcpOffload extends Elaboratable {
+  /** `connections` (4096), `buckets` (1024), `slots` (1024), `fifo_beats` (512). */
+  def generate(p: Params): RawModule = new TcpOffload(p.int("connections", 4096), p.int("buckets", 1024),
+    p.int("slots", 1024), p.int("fifo_beats", 512))
+}

@@ -1,0 +1,307 @@
+"""The hardware TCP offload engine (hw/src/offnic/toe/TcpOffload.scala) behind the exact
+model's interface (toe_model.Engine), so the harnesses written for the model (toe_sim.Sim
+with TcpPeers, the Linux rig) carry the simulated hardware unchanged.
+
+The harnesses are plain blocking Python; the hardware lives in a cocotb simulation. The
+harness runs in a `cocotb.task.bridge` thread and every engine call `resume`s the
+simulation: time runs up to the call's `now_us` (1 clock = 1 us: cfg_cycles_per_us = 1),
+the call's frame or command goes in, and the clock runs on until the engine is quiet.
+What the hardware sends meanwhile (segments, frames for the host, notifications,
+command answers) is collected by monitors and handed out by take_wire() and friends,
+as the model does. The engine's time runs ahead of the harness's by the cycles a call
+takes (tens of us per segment): later calls happen at the hardware's time.
+
+The rings live in the AxiRam on the engine's memory port; `HwMemory` gives the harness
+the model's `Memory` view of it.
+"""
+from __future__ import annotations
+
+import ipaddress
+import logging
+from collections import Counter
+
+import cocotb
+from cocotb.clock import Clock
+from cocotb.task import resume
+from cocotb.triggers import ClockCycles, FallingEdge, RisingEdge, Timer
+from cocotbext.axi import AxiBus, AxiRam, AxiStreamBus, AxiStreamSink, AxiStreamSource
+
+from . import conntable_model as ctm
+from . import toe_hw
+from .linuxnet import mac_bytes
+from .toe_model import ConnKey, EngineParams, Handoff, Restored, St, Tcb, handoff_tcb, rto_of
+
+# EngineOp / EngineStatus (TcpEngine.scala)
+OP_INSTALL, OP_RESTORE, OP_SEND, OP_READ, OP_CLOSE, OP_STATUS = range(6)
+ST_OK, ST_EXISTS, ST_FULL, ST_NOID, ST_NOTLIVE = range(5)
+NOTE_NAMES = {v: k for k, v in toe_hw.NOTE_KINDS.items()}
+QUIET_CYCLES = 24          # no activity for this long after a call: the engine is done with it
+
+
+class HwMemory:
+    """toe_model.Memory's interface over the AxiRam (`alloc` is a bump allocator)."""
+
+    def __init__(self, ram: AxiRam, size: int):
+        self.ram = ram
+        self.size = size
+        self._next = 0
+
+    def __len__(self) -> int:
+        return self.size
+
+    def read(self, addr: int, n: int) -> bytes:
+        return bytes(self.ram.read(addr, n))
+
+    def write(self, addr: int, data: bytes) -> None:
+        self.ram.write(addr, data)
+
+    def alloc(self, size: int) -> int:
+        base = -(-self._next // size) * size
+        if base + size > self.size:
+            raise MemoryError(f"no room for {size} bytes")
+        self._next = base + size
+        return base
+
+    def ring_read(self, base: int, size: int, seq: int, n: int) -> bytes:
+        off = seq & (size - 1)
+        first = min(n, size - off)
+        return self.read(base + off, first) + self.read(base, n - first)
+
+    def ring_write(self, base: int, size: int, seq: int, data: bytes) -> None:
+        off = seq & (size - 1)
+        first = min(len(data), size - off)
+        self.write(base + off, data[:first])
+        if first < len(data):
+            self.write(base, data[first:])
+
+
+class HwEngine:
+    """toe_model.Engine's interface on the simulated TcpOffload. Create it and `await
+    start()` in the cocotb test, then run the blocking harness with `cocotb.task.bridge`."""
+
+    def __init__(self, dut, params: EngineParams, mem_size: int = 64 << 20):
+        self.dut = dut
+        self.p = params
+        if params.tick_us != 64 or params.ts_tick_us != 1000:
+            raise ValueError("the hardware's clocks are 64 us ticks and a 1 ms timestamp clock")
+        self.ram = AxiRam(AxiBus.from_prefix(dut, "m_axi"), dut.clock, dut.reset, size=mem_size)
+        self.mem = HwMemory(self.ram, mem_size)
+        self.src = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis"), dut.clock, dut.reset)
+        self.wire_sink = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis_tx"), dut.clock, dut.reset)
+        self.host_sink = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis_host"), dut.clock, dut.reset)
+        for x in (self.src, self.wire_sink, self.host_sink):
+            x.log.setLevel(logging.WARNING)
+        self.to_wire: list[bytes] = []
+        self.to_host: list[bytes] = []
+        self.notifications: list[tuple] = []
+        self.counters: Counter[str] = Counter()
+        self.tcbs: dict[int, Tcb] = {}          # (the model's; the hardware's are read by status())
+        self.final: dict[int, Tcb] = {}
+        self._live: dict[int, tuple[ConnKey, bool, bool, str, str]] = {}   # id -> key, wscale_ok, sack_ok, macs
+        self._offset = 0                        # harness us - hardware us
+        self._rsp: list[dict] = []
+
+    # ------------------------------------------------------------------ set-up (async)
+    async def start(self, now_us: int) -> None:
+        d = self.dut
+        Clock(d.clock, 4, unit="ns").start()
+        d.reset.value = 1
+        d.s_cmd_valid.value = 0
+        d.m_rsp_ready.value = 1
+        d.m_note_ready.value = 1
+        for name, v in toe_hw.cfg_values(self.p).items():
+            getattr(d, f"cfg_{name}").value = v
+        d.cfg_cycles_per_us.value = 1
+        d.cfg_hash_key.value = ctm.DEFAULT_HASH_KEY >> (ctm.HASH_KEY_BITS - len(d.cfg_hash_key))
+        await ClockCycles(d.clock, 4)
+        await FallingEdge(d.clock)
+        d.reset.value = 0
+        while not d.status_ready.value:
+            await ClockCycles(d.clock, 64)
+        cocotb.start_soon(self._watch())
+        self._offset = now_us - self._hw_now()
+
+    async def _watch(self) -> None:
+        """Notifications and command answers (always ready): what is valid after a
+        falling edge transfers at the next rising edge. One sample per clock."""
+        d = self.dut
+        while True:
+            await FallingEdge(d.clock)
+            await Timer(1, "ns")
+            if d.m_note_valid.value:
+                kind = NOTE_NAMES[int(d.m_note_bits_kind.value)]
+                c = int(d.m_note_bits_id.value)
+                if kind in ("rx", "acked"):
+                    self.notifications.append((kind, c, int(d.m_note_bits_seq.value)))
+                elif kind == "error":
+                    self.notifications.append((kind, c, "timeout"))
+                else:
+                    self.notifications.append((kind, c))
+                if kind == "closed":
+                    self._live.pop(c, None)
+            if d.m_rsp_valid.value:
+                self._rsp.append(dict(status=int(d.m_rsp_bits_status.value), id=int(d.m_rsp_bits_id.value),
+                                      tcb=toe_hw.read_tcb(d, "m_rsp_bits_tcb"), ts_val=int(d.m_rsp_bits_tsVal.value),
+                                      now_us=int(d.m_rsp_bits_nowUs.value)))
+
+    def snapshot(self) -> str:
+        """The handshakes between the engine's parts (for a failure's message)."""
+        d = self.dut
+        out = []
+        for inst, ports in (("engine", ("m_seg", "m_rxw", "m_tx", "m_note")), ("writer", ("s_cmd", "m_done")),
+                            ("builder", ("s_req",))):
+            for port in ports:
+                try:
+                    h = getattr(d, inst)
+                    v, r = getattr(h, f"{port}_valid", None), getattr(h, f"{port}_ready", None)
+                    out.append(f"{inst}.{port} v{v.value if v is not None else '?'} r{r.value if r is not None else '?'}")
+                except AttributeError:
+                    pass
+        for name in ("s_axis", "m_axis_host", "m_axis_tx"):
+            out.append(f"{name} v{getattr(d, name + '_tvalid').value} r{getattr(d, name + '_tready').value}")
+        for inst, port in (("engine", "m_axis_seg"), ("writer", "s_axis")):
+            try:
+                h = getattr(d, inst)
+                out.append(f"{inst}.{port} v{getattr(h, port + '_tvalid').value} r{getattr(h, port + '_tready').value}")
+            except AttributeError:
+                pass
+        out.append(f"axi aw v{d.m_axi_awvalid.value} w v{d.m_axi_wvalid.value} b v{d.m_axi_bvalid.value} "
+                   f"busy {d.status_busy.value} storeErrors {int(d.status_storeErrors.value)}")
+        return ", ".join(out)
+
+    def _hw_now(self) -> int:
+        return int(self.dut.status_nowUs.value)
+
+    # ------------------------------------------------------------------ the clock (async)
+    async def _run_to(self, now_us: int) -> None:
+        ahead = now_us - self._offset - self._hw_now()
+        if ahead > 0:
+            await ClockCycles(self.dut.clock, ahead)
+        self._collect()
+
+    async def _quiet(self) -> None:
+        d = self.dut
+        calm = 0
+        while calm < QUIET_CYCLES:
+            await RisingEdge(d.clock)
+            busy = (not self.src.idle() or d.status_busy.value or d.m_axis_tx_tvalid.value
+                    or d.m_axis_host_tvalid.value or d.s_axis_tvalid.value or d.m_axi_arvalid.value
+                    or d.m_axi_rvalid.value or d.m_axi_awvalid.value or d.m_axi_wvalid.value
+                    or d.m_axi_bvalid.value)
+            calm = 0 if busy else calm + 1
+        self._collect()
+
+    def _collect(self) -> None:
+        for sink, out in ((self.wire_sink, self.to_wire), (self.host_sink, self.to_host)):
+            while not sink.empty():
+                out.append(bytes(sink.recv_nowait().tdata))
+
+    async def _frame(self, frame: bytes, now_us: int) -> None:
+        await self._run_to(now_us)
+        await self.src.send(frame)
+        await self.src.wait()
+        await self._quiet()
+
+    async def _command(self, op: int, conn: int = 0, arg: int = 0, tcb: Tcb | None = None,
+                       addr: dict | None = None, now_us: int | None = None) -> dict:
+        d = self.dut
+        if now_us is not None:
+            await self._run_to(now_us)
+        await FallingEdge(d.clock)
+        d.s_cmd_bits_op.value = op
+        d.s_cmd_bits_id.value = conn
+        d.s_cmd_bits_arg.value = arg & 0xFFFFFFFF
+        toe_hw.drive_tcb(d, "s_cmd_bits_tcb", tcb or Tcb())
+        for k, v in (addr or dict.fromkeys(("dstMac", "srcMac", "srcIp", "dstIp", "sport", "dport"), 0)).items():
+            getattr(d, f"s_cmd_bits_addr_{k}").value = v
+        d.s_cmd_valid.value = 1
+        while True:
+            await Timer(1, "ns")
+            taken = bool(d.s_cmd_ready.value)
+            await FallingEdge(d.clock)
+            if taken:
+                break
+        d.s_cmd_valid.value = 0
+        while not self._rsp:
+            await RisingEdge(d.clock)
+        rsp = self._rsp.pop(0)
+        await self._quiet()
+        return rsp
+
+    # ------------------------------------------------------------------ toe_model.Engine's interface
+    def install(self, key: ConnKey, hs: Handoff, now_us: int | None = None, conn_id: int | None = None) -> int:
+        if conn_id is not None:
+            raise ValueError("the hardware's table chooses the id")
+        addr = dict(dstMac=int.from_bytes(mac_bytes(hs.remote_mac), "big"),
+                    srcMac=int.from_bytes(mac_bytes(hs.local_mac), "big"),
+                    srcIp=int(ipaddress.IPv4Address(key.local_ip)), dstIp=int(ipaddress.IPv4Address(key.remote_ip)),
+                    sport=key.local_port, dport=key.remote_port)
+        t = handoff_tcb(hs, self.p)
+        rsp = resume(self._command)(OP_INSTALL, 0, hs.ts_val if hs.timestamps else 0, t, addr, now_us)
+        if rsp["status"] != ST_OK:
+            raise RuntimeError(f"install of {key}: status {rsp['status']}")
+        c = rsp["id"]
+        self._live[c] = (key, bool(hs.wscale_ok), bool(hs.sack_ok), hs.local_mac, hs.remote_mac)
+        self.counters["installs"] += 1
+        return c
+
+    def restore(self, conn: int, now_us: int | None = None) -> Restored:
+        key, ws, sack, lmac, rmac = self._live[conn]
+        rsp = resume(self._command)(OP_RESTORE, conn, now_us=now_us)
+        if rsp["status"] != ST_OK:
+            raise RuntimeError(f"restore of {conn}: status {rsp['status']}")
+        del self._live[conn]
+        self.counters["restores"] += 1
+        t = rsp["tcb"]
+        return Restored.of(key, lmac, rmac, t, ts_val=rsp["ts_val"], time_us=rsp["now_us"] + self._offset,
+                           rto_us=rto_of(t, self.p), wscale_ok=ws, sack_ok=sack)
+
+    def segment_in(self, frame: bytes, now_us: int) -> None:
+        resume(self._frame)(frame, now_us)
+
+    def poll(self, now_us: int) -> None:
+        resume(self._run_to)(now_us)
+
+    def host_send(self, conn: int, write_seq: int, now_us: int | None = None) -> None:
+        self._host(OP_SEND, conn, write_seq, now_us)
+
+    def host_read(self, conn: int, read_seq: int, now_us: int | None = None) -> None:
+        self._host(OP_READ, conn, read_seq, now_us)
+
+    def host_close(self, conn: int, now_us: int | None = None) -> None:
+        self._host(OP_CLOSE, conn, 0, now_us)
+
+    def _host(self, op: int, conn: int, arg: int, now_us: int | None) -> None:
+        rsp = resume(self._command)(op, conn, arg, now_us=now_us)
+        if rsp["status"] != ST_OK:
+            raise RuntimeError(f"command {op} on {conn}: status {rsp['status']}")
+
+    def status(self, conn: int) -> Tcb | None:
+        rsp = resume(self._command)(OP_STATUS, conn)
+        return rsp["tcb"] if rsp["status"] == ST_OK else None
+
+    def state_of(self, conn: int) -> St:
+        if conn not in self._live:
+            return St.CLOSED
+        t = self.status(conn)
+        return St(t.state) if t is not None else St.CLOSED
+
+    def conn_of(self, key: ConnKey) -> int | None:
+        return next((c for c, v in self._live.items() if v[0] == key), None)
+
+    def next_deadline_us(self) -> int | None:
+        """The hardware's timers run on their own: poll each millisecond while a
+        connection is installed."""
+        return self._hw_now() + self._offset + 1000 if self._live else None
+
+    def take_wire(self) -> list[bytes]:
+        out, self.to_wire = self.to_wire, []
+        return out
+
+    def take_host(self) -> list[bytes]:
+        out, self.to_host = self.to_host, []
+        return out
+
+    def take_notifications(self) -> list[tuple]:
+        out, self.notifications = self.notifications, []
+        return out
