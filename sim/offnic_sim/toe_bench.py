@@ -13,7 +13,10 @@ one (toe_report.py runs each on its own design and writes results/bench-toe.json
 - header: pure ACKs (with timestamps; with timestamps and 3 SACK blocks) built back to
   back, cycles per segment;
 - decide: the model's traced decisions (toe_sim.decision_traces) replayed on TcpDecide
-  without back-pressure, each checked: cycles per decision by kind.
+  without back-pressure, each checked: cycles per decision by kind;
+- offload: the whole engine (TcpOffload, 4,096 connections): installs and restores per
+  second, receive goodput of back-to-back in-order segments over 1..4,096 connections,
+  cycles from a segment's arrival to its ACK, transmit goodput of one connection.
 Results go to the JSON file named in the bench settings (`out`).
 """
 from __future__ import annotations
@@ -305,3 +308,145 @@ async def decide(dut):
     _write({k: {"decisions": len(v), "cycles_mean": round(sum(v) / len(v), 2), "cycles_max": max(v),
                 "decisions_per_s": round(CLOCK_MHZ * 1e6 * len(v) / sum(v))} for k, v in by_kind.items()})
 
+
+
+# ----------------------------------------------------------------------------- the whole engine
+
+def _offload_conn(k: int, *, mss: int, mem, snd_size: int, rcv_size: int, queued: int = 0):
+    """Connection k's key and Handoff: big windows, cwnd and rings, `queued` bytes waiting
+    in its send ring."""
+    from offnic_sim.toe_model import ConnKey, Handoff
+    from offnic_sim.toe_sim import ENGINE_IP, ENGINE_MAC, PEER_MAC
+    key = ConnKey(ENGINE_IP, 40000 + k % 20000, f"10.{20 + k // 62500}.{k // 250 % 250}.{k % 250 + 1}",
+                  1024 + k % 60000)
+    snd_buf, rcv_buf = mem.alloc(snd_size), mem.alloc(rcv_size)
+    isn_e, isn_p = (0x9000_0000 + 7919 * k) & 0xFFFFFFFF, (0xF000_0000 + 104_729 * k) & 0xFFFFFFFF
+    if queued:
+        mem.ring_write(snd_buf, snd_size, isn_e, bytes(random.Random(k).randbytes(queued)))
+    hs = Handoff(local_mac=ENGINE_MAC, remote_mac=PEER_MAC, snd_una=isn_e, snd_nxt=isn_e,
+                 write_seq=(isn_e + queued) & 0xFFFFFFFF, rcv_nxt=isn_p, read_seq=isn_p, snd_wnd=0xFFFF << 10,
+                 rcv_wnd=min(rcv_size, 0xFFFF << 10), rcv_wup=isn_p, snd_buf=snd_buf, snd_size=snd_size,
+                 rcv_buf=rcv_buf, rcv_size=rcv_size, mss=mss + 12, max_window=0xFFFF << 10, wscale_ok=True,
+                 snd_wscale=10, rcv_wscale=10, timestamps=True, ts_val=1000 + k, ts_recent=5000 + k,
+                 cwnd=0xFFFF << 10, sack_ok=True)
+    return key, hs
+
+
+def _peer_segment(key, hs, off: int, n: int, ts: int) -> bytes:
+    """The peer's in-order data segment at offset `off` of its stream (ACKing nothing new)."""
+    from offnic_sim.linuxnet import ETH_P_IP, eth_frame
+    from offnic_sim.tcppeer import ACK, tcp_options
+    pkt = build_packet(key.remote_ip, key.local_ip, key.remote_port, key.local_port, hs.rcv_nxt + off, hs.snd_una,
+                       ACK, 0xFFFF, bytes(n), options=tcp_options(ts=(5000 + ts, hs.ts_val)))
+    return eth_frame(hs.local_mac, hs.remote_mac, ETH_P_IP, pkt)
+
+
+@cocotb.test()
+async def offload(dut):
+    """TcpOffload: install and restore rates; one connection's receive and transmit
+    goodput at MSS 1448 (1460 less timestamps) and 8948; receive goodput with the segments
+    spread over 1..4,096 connections; cycles from a segment's first beat in to its ACK's
+    first beat out."""
+    from offnic_sim.toe_hwengine import OP_RESTORE, HwEngine
+    from offnic_sim.toe_sim import T0, sim_params
+    cfg = bench_config()
+    d = dut
+    hw = HwEngine(d, sim_params(), mem_size=1 << 28)
+    await hw.start(T0)
+    src, clock = hw.src, d.clock
+    out: dict = {}
+
+    async def cycles_until(cond) -> int:
+        n = 0
+        while not cond():
+            await RisingEdge(clock)
+            n += 1
+        return n
+
+    # ---- installs and restores, back to back (each command waits for the one before)
+    conns = []
+    c0 = cocotb.utils.get_sim_time("ns")
+    n_inst = cfg.get("installs", 512)
+    for k in range(n_inst):
+        key, hs = _offload_conn(k, mss=1448, mem=hw.mem, snd_size=1 << 12, rcv_size=1 << 12)
+        conns.append(await hw.ainstall(key, hs, quiet=False))
+    c1 = cocotb.utils.get_sim_time("ns")
+    for c in conns:
+        await hw.command(OP_RESTORE, c, quiet=False)
+    c2 = cocotb.utils.get_sim_time("ns")
+    out["install"] = {"commands": n_inst, "cycles_per_install": round((c1 - c0) / 4 / n_inst, 1),
+                      "cycles_per_restore": round((c2 - c1) / 4 / n_inst, 1)}
+    hw.mem._next = 0
+
+    # ---- receive: in-order segments back to back over n connections
+    for mss in (1448, 8948):
+        for n_conns in ((1, 16, 256, 4096) if mss == 1448 else (1,)):
+            hw.mem._next = 0
+            rcv = 1 << 22 if n_conns == 1 else 1 << 14
+            live = []
+            for k in range(n_conns):
+                key, hs = _offload_conn(k, mss=mss, mem=hw.mem, snd_size=1 << 12, rcv_size=rcv)
+                live.append((await hw.ainstall(key, hs, quiet=False), key, hs))
+            segs = max(256, 2 * n_conns) if mss == 1448 else 64
+            frames = [_peer_segment(live[i % n_conns][1], live[i % n_conns][2], (i // n_conns) * mss, mss, i)
+                      for i in range(segs)]
+            t0 = cocotb.utils.get_sim_time("ns")
+            for f in frames:
+                await src.send(f)
+            await src.wait()
+            await hw.settle()
+            t1 = cocotb.utils.get_sim_time("ns")
+            cycles = (t1 - t0) / 4
+            wire = (len(frames[0]) + 4 + 20) * 8 * segs     # with FCS, preamble and gap
+            rec = {"connections": n_conns, "mss": mss, "segments": segs, "cycles": cycles,
+                   "gbps": round(segs * mss * 8 / (cycles * 4), 2),
+                   "line_rate_gbps": round(25 * segs * mss * 8 / wire, 2)}
+            rec["line_rate_pct"] = round(100 * rec["gbps"] / rec["line_rate_gbps"], 1)
+            out[f"rx_mss{mss}_{n_conns}conns"] = rec
+            for c, _, _ in live:
+                await hw.command(OP_RESTORE, c, quiet=False)
+            hw.take_wire()
+            hw.take_notifications()
+
+    # ---- arrival to ACK: two full segments, the second is ACKed at once (every second
+    # full-sized segment); cycles from its first beat accepted to the ACK's first beat out
+    hw.mem._next = 0
+    key, hs = _offload_conn(0, mss=1448, mem=hw.mem, snd_size=1 << 12, rcv_size=1 << 22)
+    c = await hw.ainstall(key, hs, quiet=False)
+    lat = []
+    for i in range(32):
+        await src.send(_peer_segment(key, hs, 2 * i * 1448, 1448, 2 * i))
+        await src.wait()
+        await hw.settle()
+        hw.take_wire()
+        await FallingEdge(clock)
+        await src.send(_peer_segment(key, hs, (2 * i + 1) * 1448, 1448, 2 * i + 1))
+        await cycles_until(lambda: d.s_axis_tvalid.value and d.s_axis_tready.value)
+        lat.append(await cycles_until(lambda: d.m_axis_tx_tvalid.value and d.m_axis_tx_tready.value))
+        await hw.settle()
+        assert len(hw.take_wire()) == 1, "no ACK for the second full segment"
+    out["arrival_to_ack"] = {"samples": len(lat), "cycles_mean": round(sum(lat) / len(lat), 1),
+                             "cycles_max": max(lat), "ns_mean": round(4 * sum(lat) / len(lat), 1)}
+    await hw.command(OP_RESTORE, c, quiet=False)
+
+    # ---- transmit: one connection with a full send ring and open windows; the install
+    # decision sends all it may, the builder paces it
+    for mss in (1448, 8948):
+        hw.mem._next = 0
+        queued = 1 << 20 if mss == 1448 else 1 << 21
+        key, hs = _offload_conn(1, mss=mss, mem=hw.mem, snd_size=1 << 22, rcv_size=1 << 16, queued=queued)
+        hw.take_wire()
+        t0 = cocotb.utils.get_sim_time("ns")
+        c = await hw.ainstall(key, hs, quiet=False)
+        await hw.settle()
+        t1 = cocotb.utils.get_sim_time("ns")
+        frames = hw.take_wire()
+        sent = sum(len(f) - 66 for f in frames)
+        cycles = (t1 - t0) / 4
+        wire = (mss + 66 + 4 + 20) * 8
+        rec = {"connections": 1, "mss": mss, "segments": len(frames), "payload_bytes": sent, "cycles": cycles,
+               "gbps": round(sent * 8 / (cycles * 4), 2), "line_rate_gbps": round(25 * mss * 8 / wire, 2)}
+        rec["line_rate_pct"] = round(100 * rec["gbps"] / rec["line_rate_gbps"], 1)
+        out[f"tx_mss{mss}"] = rec
+        await hw.command(OP_RESTORE, c, quiet=False)
+    _write(out)

@@ -89,7 +89,7 @@ class HwEngine:
         self.src = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis"), dut.clock, dut.reset)
         self.wire_sink = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis_tx"), dut.clock, dut.reset)
         self.host_sink = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis_host"), dut.clock, dut.reset)
-        for x in (self.src, self.wire_sink, self.host_sink):
+        for x in (self.src, self.wire_sink, self.host_sink, self.ram.write_if, self.ram.read_if):
             x.log.setLevel(logging.WARNING)
         self.to_wire: list[bytes] = []
         self.to_host: list[bytes] = []
@@ -203,7 +203,7 @@ class HwEngine:
         await self._quiet()
 
     async def _command(self, op: int, conn: int = 0, arg: int = 0, tcb: Tcb | None = None,
-                       addr: dict | None = None, now_us: int | None = None) -> dict:
+                       addr: dict | None = None, now_us: int | None = None, quiet: bool = True) -> dict:
         d = self.dut
         if now_us is not None:
             await self._run_to(now_us)
@@ -225,19 +225,34 @@ class HwEngine:
         while not self._rsp:
             await RisingEdge(d.clock)
         rsp = self._rsp.pop(0)
-        await self._quiet()
+        if quiet:
+            await self._quiet()
         return rsp
+
+    # ------------------------------------------------------------------ async use (benches)
+    async def command(self, op: int, conn: int = 0, arg: int = 0, tcb: Tcb | None = None,
+                      addr: dict | None = None, quiet: bool = True) -> dict:
+        """One command and its answer (quiet: and run until the engine is quiet)."""
+        return await self._command(op, conn, arg, tcb, addr, quiet=quiet)
+
+    async def ainstall(self, key: ConnKey, hs: Handoff, quiet: bool = True) -> int:
+        rsp = await self._command(OP_INSTALL, 0, hs.ts_val if hs.timestamps else 0, handoff_tcb(hs, self.p),
+                                  _addr(key, hs), quiet=quiet)
+        if rsp["status"] != ST_OK:
+            raise RuntimeError(f"install of {key}: status {rsp['status']}")
+        self._live[rsp["id"]] = (key, bool(hs.wscale_ok), bool(hs.sack_ok), hs.local_mac, hs.remote_mac)
+        return rsp["id"]
+
+    async def settle(self) -> None:
+        """Run until the engine is quiet."""
+        await self._quiet()
 
     # ------------------------------------------------------------------ toe_model.Engine's interface
     def install(self, key: ConnKey, hs: Handoff, now_us: int | None = None, conn_id: int | None = None) -> int:
         if conn_id is not None:
             raise ValueError("the hardware's table chooses the id")
-        addr = dict(dstMac=int.from_bytes(mac_bytes(hs.remote_mac), "big"),
-                    srcMac=int.from_bytes(mac_bytes(hs.local_mac), "big"),
-                    srcIp=int(ipaddress.IPv4Address(key.local_ip)), dstIp=int(ipaddress.IPv4Address(key.remote_ip)),
-                    sport=key.local_port, dport=key.remote_port)
         t = handoff_tcb(hs, self.p)
-        rsp = resume(self._command)(OP_INSTALL, 0, hs.ts_val if hs.timestamps else 0, t, addr, now_us)
+        rsp = resume(self._command)(OP_INSTALL, 0, hs.ts_val if hs.timestamps else 0, t, _addr(key, hs), now_us)
         if rsp["status"] != ST_OK:
             raise RuntimeError(f"install of {key}: status {rsp['status']}")
         c = rsp["id"]
@@ -305,3 +320,12 @@ class HwEngine:
     def take_notifications(self) -> list[tuple]:
         out, self.notifications = self.notifications, []
         return out
+
+
+def _addr(key: ConnKey, hs: Handoff) -> dict:
+    """A connection's ConnAddr ports."""
+    return dict(dstMac=int.from_bytes(mac_bytes(hs.remote_mac), "big"),
+                srcMac=int.from_bytes(mac_bytes(hs.local_mac), "big"),
+                srcIp=int(ipaddress.IPv4Address(key.local_ip)), dstIp=int(ipaddress.IPv4Address(key.remote_ip)),
+                sport=key.local_port, dport=key.remote_port)
+

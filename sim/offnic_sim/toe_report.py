@@ -27,7 +27,7 @@ def plot(recs: list[dict], png: Path) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
+    fig, axes = plt.subplots(1, 3, figsize=(17, 4.2))
     tab = [r for r in recs if r.get("block") == "conn_table"]
     ax = axes[0]
     ax.bar([f"{r['slots']} slots\n(for {r['connections_nic']} conns)" for r in tab], [r["load_factor"] for r in tab])
@@ -49,6 +49,20 @@ def plot(recs: list[dict], png: Path) -> None:
     ax.set_ylabel("frames per second, millions")
     ax.set_yscale("log")
     ax.set_title("TCP parser: frames per second", fontsize=9)
+    ax.legend(fontsize=7)
+    ax = axes[2]
+    eng = [r for r in recs if r.get("block") == "tcp_offload" and r.get("gbps") is not None]
+    x = range(len(eng))
+    ax.bar([i - 0.2 for i in x], [r["gbps"] for r in eng], width=0.4, label="engine, Gb/s of payload at 250 MHz")
+    ax.bar([i + 0.2 for i in x], [r["line_rate_gbps"] for r in eng], width=0.4, label="25G line rate's goodput")
+    ax.set_xticks(list(x), [f"{r['case'].split('_')[0]} MSS {r['mss']}\n{r['connections']} conn" for r in eng],
+                  fontsize=7)
+    ax.set_ylabel("Gb/s")
+    ack = next((r for r in recs if r.get("case") == "arrival_to_ack"), None)
+    ins = next((r for r in recs if r.get("case") == "install_restore"), None)
+    sub = (f"; arrival to ACK {ack['cycles_mean']:.0f} cycles" if ack else "") + \
+        (f"; {ins['installs_per_s'] / 1e6:.1f} M installs/s" if ins else "")
+    ax.set_title(f"Whole engine (TcpOffload){sub}", fontsize=9)
     ax.legend(fontsize=7)
     fig.tight_layout()
     png.parent.mkdir(parents=True, exist_ok=True)
@@ -110,6 +124,18 @@ def main(args: list[str], rel=str) -> int:
     for kind, v in r.items():
         recs.append({"case": f"decide_{kind}", "block": "tcp_decide", "connections": None, "mss": None,
                      "gbps": None, "line_rate_pct": None, **v})
+    r = run("offload", Design.of("toe.TcpOffload", connections=4096, buckets=1024, slots=1024, fifo_beats=512),
+            "offload", installs=512)
+    i = r.pop("install")
+    recs.append({"case": "install_restore", "block": "tcp_offload", "connections": i["commands"], "mss": None,
+                 "gbps": None, "line_rate_pct": None,
+                 "installs_per_s": round(CLOCK_MHZ * 1e6 / i["cycles_per_install"]),
+                 "restores_per_s": round(CLOCK_MHZ * 1e6 / i["cycles_per_restore"]), **i})
+    a = r.pop("arrival_to_ack")
+    recs.append({"case": "arrival_to_ack", "block": "tcp_offload", "connections": 1, "mss": 1448, "gbps": None,
+                 "line_rate_pct": None, "added_latency_ns": a["ns_mean"], **a})
+    for case, v in r.items():
+        recs.append({"case": case, "block": "tcp_offload", **v})
     synth = hw.BUILD / "synth" / "toe" / "synth.json"
     if synth.exists():
         recs.append({"case": "resources", "block": "synth", "source": rel(synth),
@@ -142,6 +168,19 @@ def main(args: list[str], rel=str) -> int:
         if r.get("block") == "tcp_decide":
             print(f"| {r['case'][7:]} | {r['decisions']} | {r['cycles_mean']} | {r['cycles_max']} | "
                   f"{r['decisions_per_s'] / 1e6:.1f} M |")
+    print("\n| engine case | connections | MSS | Gb/s at 250 MHz | 25G goodput Gb/s | % of line rate |")
+    print("|---|---|---|---|---|---|")
+    for r in recs:
+        if r.get("block") == "tcp_offload" and r.get("gbps") is not None:
+            print(f"| {r['case']} | {r['connections']} | {r['mss']} | {r['gbps']} | {r['line_rate_gbps']} | "
+                  f"{r['line_rate_pct']} |")
+    for r in recs:
+        if r.get("case") == "install_restore":
+            print(f"installs: {r['cycles_per_install']} cycles each ({r['installs_per_s'] / 1e6:.2f} M/s), restores: "
+                  f"{r['cycles_per_restore']} cycles ({r['restores_per_s'] / 1e6:.2f} M/s)")
+        if r.get("case") == "arrival_to_ack":
+            print(f"segment arrival to its ACK leaving: {r['cycles_mean']} cycles mean, {r['cycles_max']} max "
+                  f"({r['ns_mean']} ns at 250 MHz)")
     w = next(r for r in recs if r.get("block") == "timer_wheel")
     print(f"\ntimer wheel ({w['connections']} timers, {w['slots']} slots): {w['cycles_per_arm']} cycles per arm "
           f"({w['arms_per_s'] / 1e6:.1f} M/s), {w['cycles_per_expiry']} per expiry ({w['expiries_per_s'] / 1e6:.1f} M/s)")
