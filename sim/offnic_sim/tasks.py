@@ -110,10 +110,12 @@ def summarize_cells(cells: dict[str, int]) -> dict[str, float]:
 
 
 # Memories that belong in UltraRAM (UltraScale+ only): the payload cache's on-chip tier
-# (1 MiB by default; 29 URAM288 instead of ~256 BRAM36). firtool cannot attach an
-# attribute to a memory, so synthesis sets it by name: here for Yosys, and in the board
-# builds' XDC (RAM_STYLE ULTRA on the same cells, constraints/README.md).
-URAM_MEMORIES = ["onchip_*/Memory"]
+# (1 MiB by default; 29 URAM288 instead of ~256 BRAM36) and the TCP engine's TCBs (one
+# 1,181-bit word per connection: 4,096 of them are 17 URAM288 instead of ~135 BRAM36).
+# firtool cannot attach an attribute to a memory, so synthesis sets it by name: here for
+# Yosys, and in the board builds' XDC (RAM_STYLE ULTRA on the same cells,
+# constraints/README.md).
+URAM_MEMORIES = ["onchip_*/Memory", "tcbRam_*/Memory"]
 
 
 def synth_design(label: str, rtl: hw.Rtl, out_dir: Path) -> dict:
