@@ -4,7 +4,7 @@ import chisel3._
 import chisel3.util._
 import offnic.{Elaboratable, Params}
 import offnic.axi.Axi4IO
-import offnic.axis.{AxisIO, AxisParams}
+import offnic.axis.{AxisFifo, AxisIO, AxisParams}
 
 /** The TCP offload engine as the NIC will carry it: [[TcpEngine]] (control), the
   * [[RxRingWriter]] storing received payload into each connection's receive ring and the
@@ -54,7 +54,12 @@ class TcpOffload(val connections: Int = 4096, val buckets: Int = 1024, val slots
   engine.cfg_cycles_per_us := cfg_cycles_per_us
   engine.cfg_hash_key := cfg_hash_key
 
-  writer.s_axis <> engine.m_axis_seg
+  // Frames wait here for their store commands, so the steer hands out the next segment
+  // (when its frame starts out) while the writer still writes this one: decisions overlap
+  // the stores. 512 beats: a jumbo frame and more.
+  private val segFifo = Module(new AxisFifo(p, 512))
+  segFifo.s_axis <> engine.m_axis_seg
+  writer.s_axis <> segFifo.m_axis
   writer.s_cmd <> engine.m_rxw
   builder.s_req <> engine.m_tx
   m_axis_tx <> builder.m_axis
