@@ -29,7 +29,7 @@ from cocotbext.axi import AxiBus, AxiRam, AxiStreamBus, AxiStreamSink, AxiStream
 from . import conntable_model as ctm
 from . import toe_hw
 from .linuxnet import mac_bytes
-from .toe_model import ConnKey, EngineParams, Handoff, Restored, St, Tcb, handoff_tcb, rto_of
+from .toe_model import ConnKey, EngineParams, Handoff, Memory, Restored, St, Tcb, handoff_tcb, rto_of
 
 # EngineOp / EngineStatus (TcpEngine.scala)
 OP_INSTALL, OP_RESTORE, OP_SEND, OP_READ, OP_CLOSE, OP_STATUS = range(6)
@@ -38,8 +38,9 @@ NOTE_NAMES = {v: k for k, v in toe_hw.NOTE_KINDS.items()}
 QUIET_CYCLES = 24          # no activity for this long after a call: the engine is done with it
 
 
-class HwMemory:
-    """toe_model.Memory's interface over the AxiRam (`alloc` is a bump allocator)."""
+class HwMemory(Memory):
+    """toe_model.Memory over the AxiRam: its ring arithmetic and allocator, the AxiRam's
+    bytes."""
 
     def __init__(self, ram: AxiRam, size: int):
         self.ram = ram
@@ -54,25 +55,6 @@ class HwMemory:
 
     def write(self, addr: int, data: bytes) -> None:
         self.ram.write(addr, data)
-
-    def alloc(self, size: int) -> int:
-        base = -(-self._next // size) * size
-        if base + size > self.size:
-            raise MemoryError(f"no room for {size} bytes")
-        self._next = base + size
-        return base
-
-    def ring_read(self, base: int, size: int, seq: int, n: int) -> bytes:
-        off = seq & (size - 1)
-        first = min(n, size - off)
-        return self.read(base + off, first) + self.read(base, n - first)
-
-    def ring_write(self, base: int, size: int, seq: int, data: bytes) -> None:
-        off = seq & (size - 1)
-        first = min(len(data), size - off)
-        self.write(base + off, data[:first])
-        if first < len(data):
-            self.write(base, data[first:])
 
 
 class HwEngine:

@@ -277,7 +277,7 @@ class Memory:
 
     def alloc(self, size: int) -> int:
         base = -(-self._next // size) * size
-        if base + size > len(self.data):
+        if base + size > len(self):
             raise MemoryError(f"no room for {size} bytes")
         self._next = base + size
         return base
