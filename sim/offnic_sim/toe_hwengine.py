@@ -13,12 +13,17 @@ takes (tens of us per segment): later calls happen at the hardware's time.
 
 The rings live in the AxiRam on the engine's memory port; `HwMemory` gives the harness
 the model's `Memory` view of it.
+
+`SharedHwEngine` is the same engine for harnesses of several threads in real time (the
+Linux rig): one bridge thread owns the simulation and the hardware's clock runs free.
 """
 from __future__ import annotations
 
 import ipaddress
 import logging
-from collections import Counter
+import queue
+import threading
+from collections import Counter, deque
 
 import cocotb
 from cocotb.clock import Clock
@@ -61,9 +66,10 @@ class HwEngine:
     """toe_model.Engine's interface on the simulated TcpOffload. Create it and `await
     start()` in the cocotb test, then run the blocking harness with `cocotb.task.bridge`."""
 
-    def __init__(self, dut, params: EngineParams, mem_size: int = 64 << 20):
+    def __init__(self, dut, params: EngineParams, mem_size: int = 64 << 20, free_run: bool = False):
         self.dut = dut
         self.p = params
+        self.free_run = free_run                # the clock runs on its own: calls neither advance nor wait for it
         if params.tick_us != 64 or params.ts_tick_us != 1000:
             raise ValueError("the hardware's clocks are 64 us ticks and a 1 ms timestamp clock")
         self.ram = AxiRam(AxiBus.from_prefix(dut, "m_axi"), dut.clock, dut.reset, size=mem_size)
@@ -156,6 +162,8 @@ class HwEngine:
 
     # ------------------------------------------------------------------ the clock (async)
     async def _run_to(self, now_us: int) -> None:
+        if self.free_run:
+            return
         ahead = now_us - self._offset - self._hw_now()
         if ahead > 0:
             await ClockCycles(self.dut.clock, ahead)
@@ -207,7 +215,7 @@ class HwEngine:
         while not self._rsp:
             await RisingEdge(d.clock)
         rsp = self._rsp.pop(0)
-        if quiet:
+        if quiet and not self.free_run:
             await self._quiet()
         return rsp
 
@@ -311,3 +319,168 @@ def _addr(key: ConnKey, hs: Handoff) -> dict:
                 srcIp=int(ipaddress.IPv4Address(key.local_ip)), dstIp=int(ipaddress.IPv4Address(key.remote_ip)),
                 sport=key.local_port, dport=key.remote_port)
 
+
+class _Job:
+    def __init__(self, fn, args):
+        self.fn, self.args = fn, args
+        self.done = threading.Event()
+        self.value = self.error = None
+
+
+class SharedHwEngine:
+    """HwEngine for a harness of several threads in real time (the Linux rig): the
+    model's Engine interface, callable from any thread.
+
+    cocotb lets only a bridge thread drive the simulation, and the simulation stands
+    still while that thread runs plain Python. So `serve()` is the one bridge thread: it
+    takes the harness's calls from a queue and runs each on the HwEngine, and while
+    there is none it lets the clock run. The hardware's clock runs free (1 clock = 1 us
+    of the engine's time, however fast the simulation goes; typically 20-50x slower
+    than the wall clock): scale the engine's timers to that. Frames from the wire
+    are queued and go in as the hardware takes them, without waiting for an answer, so
+    back-to-back segments pipeline as they would on a port; what the engine sends is
+    collected every clock and handed out by take_wire() and friends."""
+
+    POLL_CYCLES = 8          # while no call waits, check for one this often
+
+    def __init__(self, hw: HwEngine):
+        if not hw.free_run:
+            raise ValueError("SharedHwEngine needs HwEngine(free_run=True)")
+        self.hw = hw
+        self.mem = hw.mem
+        self.p = hw.p
+        self.counters = hw.counters
+        self.now_us = 0
+        self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+        self._inbox: deque[bytes] = deque()
+        self._lock = threading.Lock()
+        self._wire: list[bytes] = []
+        self._host: list[bytes] = []
+        self._notes: list[tuple] = []
+        self._stopped = False
+
+    # ------------------------------------------------------------------ the simulation's side
+    async def start(self, now_us: int) -> None:
+        await self.hw.start(now_us)
+        cocotb.start_soon(self._pump())
+
+    async def _pump(self) -> None:
+        """Each clock: queued frames into the source, what came out into the shared lists."""
+        hw, d = self.hw, self.hw.dut
+        while True:
+            await RisingEdge(d.clock)
+            while self._inbox:
+                hw.src.send_nowait(self._inbox.popleft())
+            self._move()
+
+    def _move(self) -> None:
+        hw = self.hw
+        hw._collect()
+        self.now_us = hw._hw_now() + hw._offset
+        if hw.to_wire or hw.to_host or hw.notifications:
+            with self._lock:
+                self._wire += hw.take_wire()
+                self._host += hw.take_host()
+                self._notes += hw.take_notifications()
+
+    async def _run_free(self) -> None:
+        while self._jobs.empty() and not self._stopped:
+            await ClockCycles(self.hw.dut.clock, self.POLL_CYCLES)
+
+    def serve(self) -> None:
+        """The bridge thread's loop (`await bridge(shared.serve)()`), until stop()."""
+        while True:
+            try:
+                job = self._jobs.get_nowait()
+            except queue.Empty:
+                if self._stopped:
+                    return
+                resume(self._run_free)()
+                continue
+            try:
+                job.value = job.fn(*job.args)
+            except BaseException as e:        # handed to the caller
+                job.error = e
+            job.done.set()
+
+    def stop(self) -> None:
+        self._stopped = True
+
+    def _call(self, fn, *args):
+        if self._stopped:
+            raise RuntimeError("the simulation has stopped serving")
+        job = _Job(fn, args)
+        self._jobs.put(job)
+        job.done.wait()
+        if job.error is not None:
+            raise job.error
+        return job.value
+
+    # ------------------------------------------------------------------ toe_model.Engine's interface
+    def install(self, key: ConnKey, hs: Handoff, now_us: int | None = None, conn_id: int | None = None) -> int:
+        return self._call(self.hw.install, key, hs, None, conn_id)
+
+    def restore(self, conn: int, now_us: int | None = None) -> Restored:
+        return self._call(self.hw.restore, conn, None)
+
+    def host_send(self, conn: int, write_seq: int, now_us: int | None = None) -> None:
+        self._call(self.hw.host_send, conn, write_seq)
+
+    def host_read(self, conn: int, read_seq: int, now_us: int | None = None) -> None:
+        self._call(self.hw.host_read, conn, read_seq)
+
+    def host_close(self, conn: int, now_us: int | None = None) -> None:
+        self._call(self.hw.host_close, conn)
+
+    def status(self, conn: int) -> Tcb | None:
+        return self._call(self.hw.status, conn)
+
+    tcb = status
+
+    def state_of(self, conn: int) -> St:
+        return self._call(self.hw.state_of, conn)
+
+    def conn_of(self, key: ConnKey) -> int | None:
+        return self._call(self.hw.conn_of, key)
+
+    def segment_in(self, frame: bytes, now_us: int | None = None) -> None:
+        self._inbox.append(frame)
+
+    def poll(self, now_us: int | None = None) -> None:
+        """The clock runs on its own: nothing to do."""
+
+    def settle(self) -> None:
+        """Wait until the frames queued so far are in and the engine is quiet."""
+        async def quiet():
+            while self._inbox or not self.hw.src.idle():
+                await ClockCycles(self.hw.dut.clock, self.POLL_CYCLES)
+            await self.hw._quiet()
+            self._move()
+        self._call(resume(quiet))
+
+    def take_wire(self) -> list[bytes]:
+        with self._lock:
+            out, self._wire = self._wire, []
+        return out
+
+    def take_host(self) -> list[bytes]:
+        with self._lock:
+            out, self._host = self._host, []
+        return out
+
+    def take_notifications(self) -> list[tuple]:
+        with self._lock:
+            out, self._notes = self._notes, []
+        return out
+
+    @property
+    def to_wire(self) -> list[bytes]:
+        return self._wire
+
+    @property
+    def to_host(self) -> list[bytes]:
+        return self._host
+
+    @property
+    def notifications(self) -> list[tuple]:
+        return self._notes

@@ -227,8 +227,10 @@ def two_namespaces() -> Iterator[tuple[Namespace, Namespace, Wire]]:
 
 
 def handshake(na: Namespace, nb: Namespace, *, b_rcvbuf: int | None = None,
-              port: int = PORT) -> tuple[socket.socket, socket.socket]:
-    """An ordinary connection A -> B:PORT (real SYN handshake over the wire)."""
+              port: int = PORT, a_port: int = 0) -> tuple[socket.socket, socket.socket]:
+    """An ordinary connection A -> B:PORT (real SYN handshake over the wire), from
+    A's port `a_port` (0: an ephemeral one, which Linux may share between connections
+    to different peer ports; restore() binds it again)."""
     lst = nb.socket(socket.AF_INET, socket.SOCK_STREAM)
     lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     if b_rcvbuf:
@@ -236,6 +238,8 @@ def handshake(na: Namespace, nb: Namespace, *, b_rcvbuf: int | None = None,
     lst.bind((B_IP, port))
     lst.listen(1)
     a = na.socket(socket.AF_INET, socket.SOCK_STREAM)
+    if a_port:
+        a.bind((A_IP, a_port))
     a.settimeout(5)
     a.connect((B_IP, port))
     lst.settimeout(5)

@@ -1,0 +1,134 @@
+"""The hardware TCP offload engine (hw/src/offnic/toe/TcpOffload.scala, simulated by
+Verilator) carrying real Linux connections: test_toe_model_linux's scenarios with the
+simulated hardware where the exact model was.
+
+The rig is the model test's: namespaces A ("host") and B ("remote") on TAPs, the Python
+wire between them, the Nic (the engine on A's side: B's frames in, pass-through frames on
+to A, A's application through the rings) and the checked byte streams. Here the Nic's
+engine is a `toe_hwengine.SharedHwEngine`: the rig's threads run in real time and call
+it from anywhere; one cocotb bridge thread owns the simulation, and between calls the
+hardware's clock runs free. The rings are the AxiRam on the engine's memory port.
+
+Time: the engine's microsecond is one clock, and the simulation runs some 20-50 times
+slower than the wall clock. Its timers are scaled down to match (minimum RTO 10 ms,
+delayed ACK 4 ms, TIME_WAIT 30 ms of its time); Linux's are Linux's. The engine's TSval
+clock (1 ms of its time) runs slower than Linux's, which is allowed (RFC 7323 5.4) and
+only moves forward. Streams are smaller than the model's and timeouts longer
+(Rig.size, Rig.slow).
+
+Needs root (skips otherwise). Seeds: OFFNIC_SEED (printed by the harness).
+"""
+from __future__ import annotations
+
+import threading
+import time
+
+import cocotb
+import pytest
+from cocotb.task import bridge
+
+from offnic_sim import linuxnet
+from offnic_sim.harness import run_cocotb
+from offnic_sim.hw import Design
+from offnic_sim.toe_hwengine import HwEngine, SharedHwEngine
+from offnic_sim.toe_model import EngineParams
+
+REASON = linuxnet.unavailable_reason()
+needs_linux = pytest.mark.skipif(REASON is not None, reason=f"real Linux networking unavailable: {REASON}")
+
+CONNECTIONS, BUCKETS, SLOTS = 64, 16, 256
+SLOW = 6.0               # timeouts against the model's
+SIZE = 0.15              # stream sizes against the model's
+
+
+def params() -> EngineParams:
+    return EngineParams(max_conns=CONNECTIONS, wheel_slots=SLOTS, rto_min_us=10_000, rto_initial_us=100_000,
+                        rto_max_us=2_000_000, delack_us=4_000, time_wait_us=30_000, fin_wait_2_us=1_000_000)
+
+
+async def carry(dut, scenario) -> None:
+    """Run `scenario(rig)` (one of test_toe_model_linux's) in a thread against the
+    simulated engine; this coroutine serves the engine until the scenario ends."""
+    from test_toe_model_linux import Nic, Rig
+    hw = HwEngine(dut, params(), mem_size=1 << 30, free_run=True)
+    eng = SharedHwEngine(hw)
+    await eng.start(time.monotonic_ns() // 1000)
+    rig = Rig(make_nic=lambda wire, **kw: Nic(wire, engine=eng, poll_s=0.002, **kw), slow=SLOW, size=SIZE)
+    out: dict = {}
+
+    def body():
+        try:
+            out["value"] = scenario(rig)
+        except BaseException as e:            # raised in the test below
+            out["error"] = e
+        finally:
+            eng.stop()
+
+    t0, c0 = time.monotonic(), hw._hw_now()
+    th = threading.Thread(target=body, name="rig", daemon=True)
+    th.start()
+    await bridge(eng.serve)()
+    th.join(10)
+    secs, us = time.monotonic() - t0, hw._hw_now() - c0
+    dut._log.info(f"{scenario.__name__}: {secs:.1f} s wall, {us / 1e3:.1f} ms of the engine's time "
+                  f"({us / secs / 1e3:.1f} k cycles/s)")
+    if "error" in out:
+        if hasattr(out["error"], "add_note"):
+            out["error"].add_note(f"hardware: {hw.snapshot()}")
+        raise out["error"]
+
+
+@cocotb.test()
+async def mid_transfer(dut):
+    from test_toe_model_linux import run_handoff_cycle
+
+    def mid(rig):
+        return run_handoff_cycle("mid", rig.n(4 << 20), rig=rig)
+    await carry(dut, mid)
+
+
+@cocotb.test()
+async def lossy(dut):
+    from test_toe_model_linux import run_handoff_cycle
+
+    def lossy(rig):
+        c = run_handoff_cycle("lossy", rig.n(4 << 20), drop=0.02, dup=0.01, reorder=0.03, rig=rig)
+        assert c["seen_resent_segs"] > 0, dict(c)
+    await carry(dut, lossy)
+
+
+@cocotb.test()
+async def closes(dut):
+    from test_toe_model_linux import closes
+    await carry(dut, closes)
+
+
+@cocotb.test()
+async def hostile_then_rst(dut):
+    from test_toe_model_linux import hostile_then_rst
+    await carry(dut, hostile_then_rst)
+
+
+@cocotb.test()
+async def near_wrap(dut):
+    from test_toe_model_linux import near_wrap
+    await carry(dut, near_wrap)
+
+
+@cocotb.test()
+async def many(dut):
+    from test_toe_model_linux import many_connections
+
+    def dozen(rig):
+        return many_connections(12, rig)
+    await carry(dut, dozen)
+
+
+def design() -> Design:
+    return Design.of("toe.TcpOffload", connections=CONNECTIONS, buckets=BUCKETS, slots=SLOTS, fifo_beats=512)
+
+
+@needs_linux
+@pytest.mark.parametrize("case", ["mid_transfer", "lossy", "closes", "hostile_then_rst", "near_wrap", "many"])
+def test_toe_hw_linux(case):
+    run_cocotb(design(), __name__, testcase=case)
