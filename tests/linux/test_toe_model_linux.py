@@ -424,7 +424,8 @@ def wait_app(nic: Nic, cond, timeout: float, what: str, apps=(), streams_=()) ->
             if cond():
                 return
         if time.monotonic() > deadline:
-            st = "; ".join(f"app tx {a.tx_pos}/{len(a.tx)} rx {a.rx_pos}/{len(a.rx)} {dict(a.events)}" for a in apps)
+            st = "; ".join(f"app {a.conn} tx {a.tx_pos}/{len(a.tx)} rx {a.rx_pos}/{len(a.rx)} {dict(a.events)} "
+                           f"host_closed {a.host_closed} {nic.eng.state_of(a.conn).name}" for a in apps)
             st += "; " + ", ".join(f"{s.name} tx {s.tx_pos}/{len(s.tx)} rx {s.rx_pos}/{len(s.rx)}" for s in streams_)
             raise AssertionError(f"timed out waiting for {what}: {st}; engine {dict(nic.eng.counters)}")
         time.sleep(0.002)
@@ -533,24 +534,29 @@ def test_handoff_lossy():
     assert c["dup_segments"] + c["partial_dup_segments"] + c["unacceptable"] > 0, dict(c)
 
 
-def closes(rig: Rig = MODEL) -> Nic:
+def closes(rig: Rig = MODEL, *, sizes=(300_000, 200_000), warm=50_000, sndbuf=64 << 10) -> Nic:
     """While offloaded: B writes its last bytes and shuts down; the engine reports the
     FIN after the data, the host reads it all, finishes writing and closes (CLOSE_WAIT ->
     LAST_ACK -> CLOSED), B reads everything and EOF and sits in TIME_WAIT. A second
     connection: the host closes first, B reads EOF and closes, the engine passes
-    TIME_WAIT and reports 'closed'. Returns the Nic (closed) for its counters."""
-    ab, ba = streams("close", rig.n(300_000), rig.n(200_000))
-    T, warm = rig.slow, rig.n(50_000)
+    TIME_WAIT and reports 'closed'. Returns the Nic (closed) for its counters. (The
+    writers stop for the handoff once `warm` bytes went each way; small send buffers
+    keep the rest of the streams for the engine.)"""
+    ab, ba = streams("close", *sizes)
+    T = rig.slow
     with two_namespaces() as (na, nb, wire):
         nic = rig.nic(wire)
         try:
             for port, closer in ((PORT, "remote"), (PORT + 1, "host")):
                 a, b = handshake(na, nb, port=port)
+                for sock in (a, b):
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, sndbuf)
                 sa, sb = Stream("A", a, ab, ba), Stream("B", b, ba, ab)
                 sa.start(), sb.start()
                 wait_for(lambda: sb.rx_pos > warm and sa.rx_pos > warm, 10, "some each way", (sa, sb))
-                sa.writing = sb.writing = False       # (most of the streams go through the engine)
+                sa.writing = sb.writing = False
                 app = hand_off(nic, wire, a, sa)
+                assert not (app.done or sb.done), "a stream ended before the handoff"
                 sb.writing = True
                 if closer == "remote":
                     app.close = "fin"
