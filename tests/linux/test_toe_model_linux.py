@@ -449,6 +449,21 @@ def no_rst(wire, nic: Nic) -> None:
             last[key] = seg.ts[0]
 
 
+def timeline(wire, nic: Nic, port: int, last: int = 12) -> str:
+    """The last segments of A's connection from `port` both ways (B's as the wire saw
+    them, the engine's as it sent them), for a failure's message."""
+    flag = lambda f: "".join(c for c, b in zip("FSRPA", (1, 2, 4, 8, 16)) if f & b)  # noqa: E731
+    rows = [(s.t, f"B  seq {s.seq} ack {s.ack} {flag(s.flags)} win {s.window} len {s.payload}")
+            for s in wire.segs("ba") if s.dst[1] == port]
+    for t, f in list(nic.sent_to_b):
+        seg = parse_segment(f[14:], verify=False)
+        if seg.sport == port:
+            rows.append((t, f"E  seq {seg.seq} ack {seg.ack} {flag(seg.flags)} win {seg.wnd} len {len(seg.payload)}"))
+    rows.sort()
+    t0 = rows[0][0] if rows else 0.0
+    return "\n".join(f"  {t - t0:9.3f} {r}" for t, r in rows[-last:])
+
+
 def tcp_states(ns, port: int) -> list[str]:
     """Linux's TCP sockets on `port` (ss -tan), as 'STATE local peer'."""
     out = ns.run("ss", "-tanH").stdout.splitlines()
@@ -828,7 +843,13 @@ def many_connections(n: int, rig: Rig = MODEL, *, sizes=(400_000, 300_000), warm
                     wait_app(nic, lambda: app.done and sb.done, 30 * T, f"offloaded connection {i}", (app,), (sb,))
                     sb.stop()
                     b.shutdown(socket.SHUT_WR)
-                    wait_app(nic, lambda: app.closed, 20 * T, f"close of {i}", (app,))
+                    t0 = time.monotonic()
+                    try:
+                        wait_app(nic, lambda: app.closed, 20 * T, f"close of {i}", (app,))
+                    except AssertionError as e:
+                        raise AssertionError(f"{e}\n{timeline(wire, nic, app.port)}") from None
+                    if time.monotonic() - t0 > 5 * T / 6:
+                        print(f"  slow close of {i} ({time.monotonic() - t0:.1f} s):\n{timeline(wire, nic, app.port)}")
                     assert app.fin and not app.reset
                     retire(sa)
                 sb.stop()
