@@ -32,6 +32,7 @@ from cocotb.triggers import ClockCycles, FallingEdge, RisingEdge, Timer
 from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSource
 
 from offnic_sim import conntable_model as ctm
+from offnic_sim import toe_hw
 from offnic_sim.conntable_tb import ConnTableTB
 from offnic_sim.harness import bench_config
 from offnic_sim.tcppeer import build_packet
@@ -265,11 +266,11 @@ async def header(dut):
         for name, v in (("dstMac", rng.getrandbits(48)), ("srcMac", rng.getrandbits(48)), ("srcIp", 1), ("dstIp", 2),
                         ("sport", 80), ("dport", 40000), ("flags", 0x10), ("window", 1000), ("tsPresent", 1),
                         ("sackN", sack), ("payloadLen", 0), ("payloadSum", 0)):
-            getattr(d, f"s_hdr_bits_{name}").value = v
+            getattr(d, toe_hw.field_port("s_hdr_bits", name)).value = v
         n, taken, cyc, first, last, ends = 400, 0, 0, None, None, 0
         await FallingEdge(d.clock)  # one sample per clock: at each falling edge, 1 ns in
         while ends < n:
-            d.s_hdr_bits_seq.value = rng.getrandbits(32)
+            d.s_hdr_bits_tcp_seq.value = rng.getrandbits(32)
             d.s_hdr_valid.value = int(taken < n)
             await Timer(1, "ns")
             cyc += 1
@@ -290,7 +291,7 @@ async def header(dut):
 async def decide(dut):
     from collections import defaultdict
 
-    from offnic_sim import toe_hw, toe_sim
+    from offnic_sim import toe_sim
     cfg = bench_config()
     d = dut
     Clock(d.clock, 4, unit="ns").start()

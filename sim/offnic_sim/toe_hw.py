@@ -172,12 +172,30 @@ async def replay_decisions(d, traces: list[Decision], params: EngineParams, rng:
     return took_at
 
 
+# The fields of ConnAddr and TcpFields, nested in SegHeader (addr, tcp), TxSeg (tcp) and
+# TxReq (addr, seg.tcp): field_port("s_hdr_bits", "seq") is "s_hdr_bits_tcp_seq".
+ADDR_FIELDS = ("dstMac", "srcMac", "srcIp", "dstIp", "sport", "dport")
+TCP_FIELDS = ("seq", "ack", "flags", "window", "tsPresent", "tsVal", "tsEcr", "sackN")
+
+
+def field_port(prefix: str, name: str) -> str:
+    if name in ADDR_FIELDS:
+        return f"{prefix}_addr_{name}"
+    if name in TCP_FIELDS:
+        return f"{prefix}_tcp_{name}"
+    return f"{prefix}_{name}"
+
+
+def sack_port(prefix: str, k: int, edge: str) -> str:
+    """edge: "start" or "end" of SACK block k."""
+    return f"{prefix}_tcp_sack_{k}_{edge}"
+
+
 def _tx_of(d) -> dict:
-    n = int(d.m_tx_bits_sackN.value)
-    sack = [(int(getattr(d, f"m_tx_bits_sack_{k}_start").value), int(getattr(d, f"m_tx_bits_sack_{k}_end").value))
-            for k in range(n)]
-    ts = bool(d.m_tx_bits_tsPresent.value)
-    return dict(seq=int(d.m_tx_bits_seq.value), ack=int(d.m_tx_bits_ack.value), flags=int(d.m_tx_bits_flags.value),
-                window=int(d.m_tx_bits_window.value), tsPresent=int(ts),
-                tsVal=int(d.m_tx_bits_tsVal.value) if ts else 0, tsEcr=int(d.m_tx_bits_tsEcr.value) if ts else 0,
-                sack=sack, payloadLen=int(d.m_tx_bits_payloadLen.value))
+    v = lambda name: int(getattr(d, field_port("m_tx_bits", name)).value)  # noqa: E731
+    n = v("sackN")
+    sack = [(int(getattr(d, sack_port("m_tx_bits", k, "start")).value),
+             int(getattr(d, sack_port("m_tx_bits", k, "end")).value)) for k in range(n)]
+    ts = bool(v("tsPresent"))
+    return dict(seq=v("seq"), ack=v("ack"), flags=v("flags"), window=v("window"), tsPresent=int(ts),
+                tsVal=v("tsVal") if ts else 0, tsEcr=v("tsEcr") if ts else 0, sack=sack, payloadLen=v("payloadLen"))

@@ -20,6 +20,7 @@ from cocotbext.axi import AxiStreamBus, AxiStreamSink
 from offnic_sim.harness import run_cocotb
 from offnic_sim.hw import Design
 from offnic_sim.ipfrag import ones_sum16
+from offnic_sim.toe_hw import field_port, sack_port
 from offnic_sim.tcppeer import build_packet, parse_segment
 
 
@@ -70,13 +71,13 @@ async def tcp_header_build(dut):
         for k, v in h.items():
             if k == "sack":
                 for i, (a, b) in enumerate(v):
-                    getattr(d, f"s_hdr_bits_sack_{i}_start").value = a
-                    getattr(d, f"s_hdr_bits_sack_{i}_end").value = b
+                    getattr(d, sack_port("s_hdr_bits", i, "start")).value = a
+                    getattr(d, sack_port("s_hdr_bits", i, "end")).value = b
             elif k == "payload":
                 d.s_hdr_bits_payloadLen.value = len(v)
                 d.s_hdr_bits_payloadSum.value = ones_sum16(v) if v else 0
             else:
-                getattr(d, f"s_hdr_bits_{k}").value = v
+                getattr(d, field_port("s_hdr_bits", k)).value = v
 
     checked = 0
     for gap, stall in ((0.0, 0.0), (0.4, 0.3), (0.0, 0.7)):

@@ -34,6 +34,7 @@ from cocotbext.axi.constants import AxiResp
 from offnic_sim.harness import run_cocotb
 from offnic_sim.hw import Design
 from offnic_sim.tcppeer import build_packet, parse_segment
+from offnic_sim.toe_hw import ADDR_FIELDS, field_port, sack_port
 
 MAX_PAYLOAD = 9216
 BUF_WORDS = 1024  # the block's buffer (buf_words)
@@ -188,12 +189,12 @@ class TB:
         d = self.d
         for k in ("seq", "ack", "flags", "window", "tsPresent", "tsVal", "tsEcr", "sackN", "payloadLen",
                   "sndBase", "sndLog2", "id"):
-            getattr(d, f"s_req_bits_seg_{k}").value = r[k]
+            getattr(d, field_port("s_req_bits_seg", k)).value = r[k]
         for i, (a, b) in enumerate(r["sack"]):
-            getattr(d, f"s_req_bits_seg_sack_{i}_start").value = a
-            getattr(d, f"s_req_bits_seg_sack_{i}_end").value = b
-        for k in ("dstMac", "srcMac", "srcIp", "dstIp", "sport", "dport"):
-            getattr(d, f"s_req_bits_addr_{k}").value = r[k]
+            getattr(d, sack_port("s_req_bits_seg", i, "start")).value = a
+            getattr(d, sack_port("s_req_bits_seg", i, "end")).value = b
+        for k in ADDR_FIELDS:
+            getattr(d, field_port("s_req_bits", k)).value = r[k]
 
     async def _drive(self) -> None:
         """One request per clock at most; inputs change at falling edges, `ready` is sampled

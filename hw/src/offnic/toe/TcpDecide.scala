@@ -42,29 +42,11 @@ class DecideIn(val idBits: Int) extends Bundle {
   * transmit side adds those by `id`), and where its payload is. */
 class TxSeg(val idBits: Int) extends Bundle {
   val id = UInt(idBits.W)
-  val seq = UInt(32.W)
-  val ack = UInt(32.W)
-  val flags = UInt(8.W)
-  val window = UInt(16.W)
-  val tsPresent = Bool()
-  val tsVal = UInt(32.W)
-  val tsEcr = UInt(32.W)
-  val sackN = UInt(3.W)
-  val sack = Vec(4, new SeqRange)
-  /** Payload: `payloadLen` bytes from sequence number `seq` of the send ring. */
+  val tcp = new TcpFields
+  /** Payload: `payloadLen` bytes from sequence number `tcp.seq` of the send ring. */
   val payloadLen = UInt(16.W)
   val sndBase = UInt(40.W)
   val sndLog2 = UInt(5.W)
-}
-
-/** A connection's addresses, from its header RAM (written at install). */
-class ConnAddr extends Bundle {
-  val dstMac = UInt(48.W) // the peer's
-  val srcMac = UInt(48.W)
-  val srcIp = UInt(32.W)  // ours
-  val dstIp = UInt(32.W)
-  val sport = UInt(16.W)
-  val dport = UInt(16.W)
 }
 
 /** A segment to send with its connection's addresses: what the transmit side needs. */
@@ -863,14 +845,14 @@ class TcpDecide(val idBits: Int = 12, val tickShift: Int = 6) extends Module {
     // ---- emit: one segment; every segment carries ACK, the window and (if on) timestamps.
     is(S.Emit1) {
       val win = maxU(target, left) >> t.rcvWscale
-      desc.window := minU(win, 0xFFFF.U)(15, 0)
+      desc.tcp.window := minU(win, 0xFFFF.U)(15, 0)
       desc.id := id
-      desc.seq := eSeq
-      desc.ack := t.rcvNxt
-      desc.flags := eFlags | ACK
-      desc.tsPresent := t.tsOk
-      desc.tsVal := add(now.ts, t.tsOffset)
-      desc.tsEcr := Mux(t.tsRecentOk, t.tsRecent, 0.U)
+      desc.tcp.seq := eSeq
+      desc.tcp.ack := t.rcvNxt
+      desc.tcp.flags := eFlags | ACK
+      desc.tcp.tsPresent := t.tsOk
+      desc.tcp.tsVal := add(now.ts, t.tsOffset)
+      desc.tcp.tsEcr := Mux(t.tsRecentOk, t.tsRecent, 0.U)
       desc.payloadLen := eLen
       desc.sndBase := t.sndBase
       desc.sndLog2 := t.sndLog2
@@ -883,13 +865,13 @@ class TcpDecide(val idBits: Int = 12, val tickShift: Int = 6) extends Module {
       })
       val list = VecInit((0 until 4).map(k => if (k == 0) Mux(dsack.valid, dsack.bits, rr(0))
         else Mux(dsack.valid, rr(k - 1), rr(k))))
-      desc.sackN := sackCount(2, 0)
-      for (k <- 0 until 4) desc.sack(k) := Mux(k.U < sackCount, list(k), 0.U.asTypeOf(new SeqRange))
+      desc.tcp.sackN := sackCount(2, 0)
+      for (k <- 0 until 4) desc.tcp.sack(k) := Mux(k.U < sackCount, list(k), 0.U.asTypeOf(new SeqRange))
       st := S.Emit2
     }
     is(S.Emit2) {
       when(m_tx.ready) {
-        t.rcvWf := desc.window
+        t.rcvWf := desc.tcp.window
         t.rcvWup := t.rcvNxt
         t.delackOn := false.B
         ackNow := false.B

@@ -6,15 +6,19 @@ import offnic.{Elaboratable, Params}
 import offnic.axis.{AxisIO, AxisParams}
 import offnic.offload.OnesSum
 
-/** One segment's headers, as the engine's transmit side knows them. */
-class SegHeader extends Bundle {
-  val dstMac = UInt(48.W)
+/** A connection's addresses, from its header RAM (written at install). */
+class ConnAddr extends Bundle {
+  val dstMac = UInt(48.W) // the peer's
   val srcMac = UInt(48.W)
-  val srcIp = UInt(32.W)
+  val srcIp = UInt(32.W)  // ours
   val dstIp = UInt(32.W)
   val sport = UInt(16.W)
   val dport = UInt(16.W)
-  val ipId = UInt(16.W)
+}
+
+/** The TCP header fields a segment is sent with, but for the ports and the checksum:
+  * what the decision ([[TxSeg]]) chooses and the header builder ([[SegHeader]]) lays out. */
+class TcpFields extends Bundle {
   val seq = UInt(32.W)
   val ack = UInt(32.W)
   /** TCP header byte 13 (bit 0 FIN). */
@@ -25,10 +29,14 @@ class SegHeader extends Bundle {
   val tsEcr = UInt(32.W)
   /** SACK blocks to send (0..3 with a timestamp, 0..4 without), [start, end) each. */
   val sackN = UInt(3.W)
-  val sack = Vec(4, new Bundle {
-    val start = UInt(32.W)
-    val end = UInt(32.W)
-  })
+  val sack = Vec(4, new SeqRange)
+}
+
+/** One segment's headers, as the engine's transmit side knows them. */
+class SegHeader extends Bundle {
+  val addr = new ConnAddr
+  val ipId = UInt(16.W)
+  val tcp = new TcpFields
   /** Payload bytes that follow the headers (a later stage appends them) and their one's
     * complement sum (0 for none): the checksum covers them. */
   val payloadLen = UInt(16.W)
@@ -61,8 +69,9 @@ class TcpHeaderBuild(val p: AxisParams = AxisParams(32)) extends Module {
   private def bytesOf(x: UInt, n: Int): Seq[UInt] = (0 until n).map(i => x(8 * (n - 1 - i) + 7, 8 * (n - 1 - i)))
   private val maxLen = 94
   private def layout(h: SegHeader): (Vec[UInt], UInt, UInt) = {
-    val optTs = Mux(h.tsPresent, 12.U, 0.U)
-    val nSack = h.sackN
+    val (a, t) = (h.addr, h.tcp)
+    val optTs = Mux(t.tsPresent, 12.U, 0.U)
+    val nSack = t.sackN
     val optSack = Mux(nSack === 0.U, 0.U, 4.U +& (nSack << 3))
     val optLen = optTs +& optSack // 0 .. 40
     val tcpLen = 20.U +& optLen
@@ -74,21 +83,21 @@ class TcpHeaderBuild(val p: AxisParams = AxisParams(32)) extends Module {
     hdrLen := 34.U +& tcpLen
     val b = Wire(Vec(maxLen, UInt(8.W)))
     b.foreach(_ := 0.U)
-    val fixed = bytesOf(h.dstMac, 6) ++ bytesOf(h.srcMac, 6) ++ Seq(0x08.U, 0x00.U) ++
+    val fixed = bytesOf(a.dstMac, 6) ++ bytesOf(a.srcMac, 6) ++ Seq(0x08.U, 0x00.U) ++
       Seq(0x45.U, 0.U) ++ bytesOf(ipTot, 2) ++ bytesOf(h.ipId, 2) ++ Seq(0x40.U, 0.U, 64.U, 6.U, 0.U, 0.U) ++
-      bytesOf(h.srcIp, 4) ++ bytesOf(h.dstIp, 4) ++
-      bytesOf(h.sport, 2) ++ bytesOf(h.dport, 2) ++ bytesOf(h.seq, 4) ++ bytesOf(h.ack, 4) ++
-      Seq(Cat(tcpLen(5, 2), 0.U(4.W)), h.flags) ++ bytesOf(h.window, 2) ++ Seq(0.U, 0.U, 0.U, 0.U)
+      bytesOf(a.srcIp, 4) ++ bytesOf(a.dstIp, 4) ++
+      bytesOf(a.sport, 2) ++ bytesOf(a.dport, 2) ++ bytesOf(t.seq, 4) ++ bytesOf(t.ack, 4) ++
+      Seq(Cat(tcpLen(5, 2), 0.U(4.W)), t.flags) ++ bytesOf(t.window, 2) ++ Seq(0.U, 0.U, 0.U, 0.U)
     for ((x, i) <- fixed.zipWithIndex) b(i) := x
     // Options from byte 54: the timestamp first, then SACK at 54 or 66.
-    val ts = Seq(1.U, 1.U, 8.U, 10.U) ++ bytesOf(h.tsVal, 4) ++ bytesOf(h.tsEcr, 4)
+    val ts = Seq(1.U, 1.U, 8.U, 10.U) ++ bytesOf(t.tsVal, 4) ++ bytesOf(t.tsEcr, 4)
     val sackHdr = Seq(1.U, 1.U, 5.U, sackLen)
-    val sackBytes = sackHdr ++ h.sack.flatMap(s => bytesOf(s.start, 4) ++ bytesOf(s.end, 4)) // 36 bytes
+    val sackBytes = sackHdr ++ t.sack.flatMap(s => bytesOf(s.start, 4) ++ bytesOf(s.end, 4)) // 36 bytes
     for (i <- 0 until 40) {
       val fromTs = if (i < 12) ts(i) else 0.U
       val sackAtTs = if (i >= 12 && i - 12 < 36) sackBytes(i - 12) else 0.U
       val sackAt0 = if (i < 36) sackBytes(i) else 0.U
-      b(54 + i) := Mux(h.tsPresent, Mux(i.U < 12.U, fromTs, Mux(i.U < optLen, sackAtTs, 0.U)),
+      b(54 + i) := Mux(t.tsPresent, Mux(i.U < 12.U, fromTs, Mux(i.U < optLen, sackAtTs, 0.U)),
         Mux(i.U < optLen, sackAt0, 0.U))
     }
     (b, hdrLen, tcpLen)

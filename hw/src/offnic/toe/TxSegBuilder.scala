@@ -139,14 +139,14 @@ class TxSegBuilder(val idBits: Int = 12, val addrBits: Int = 40, val axiIdBits: 
   private val sg = r.seg
 
   private val plan = Wire(new Plan)
-  private val ts = sg.tsPresent
+  private val ts = sg.tcp.tsPresent
   private val sackMax = Mux(ts, 3.U(3.W), 4.U(3.W))
-  private val sackN = Mux(sg.sackN > sackMax, sackMax, sg.sackN)
+  private val sackN = Mux(sg.tcp.sackN > sackMax, sackMax, sg.tcp.sackN)
   private val optSack = Mux(sackN === 0.U, 0.U(6.W), Cat(sackN, 0.U(3.W)) + 4.U)
   plan.hdrLen := 54.U(7.W) + Mux(ts, 12.U(7.W), 0.U(7.W)) + optSack
   private val len = sg.payloadLen
   private val size = UIntToOH(sg.sndLog2, 32) // 2^sndLog2
-  private val off = sg.seq & (size - 1.U)
+  private val off = sg.tcp.seq & (size - 1.U)
   private val toEnd = size - off // 1 .. 2^31
   private val wraps = toEnd < len
   plan.len1 := Mux(wraps, toEnd(15, 0), len)
@@ -158,25 +158,10 @@ class TxSegBuilder(val idBits: Int = 12, val addrBits: Int = 40, val axiIdBits: 
   private val d = plan.hdrLen(4, 0)
   plan.nWords := DmaUtil.ceilShift(d +& len, 5)
   plan.endLane := d + len(4, 0)
-  plan.hdr.dstMac := r.addr.dstMac
-  plan.hdr.srcMac := r.addr.srcMac
-  plan.hdr.srcIp := r.addr.srcIp
-  plan.hdr.dstIp := r.addr.dstIp
-  plan.hdr.sport := r.addr.sport
-  plan.hdr.dport := r.addr.dport
+  plan.hdr.addr := r.addr
   plan.hdr.ipId := 0.U
-  plan.hdr.seq := sg.seq
-  plan.hdr.ack := sg.ack
-  plan.hdr.flags := sg.flags
-  plan.hdr.window := sg.window
-  plan.hdr.tsPresent := ts
-  plan.hdr.tsVal := sg.tsVal
-  plan.hdr.tsEcr := sg.tsEcr
-  plan.hdr.sackN := sackN
-  for (i <- 0 until 4) {
-    plan.hdr.sack(i).start := sg.sack(i).start
-    plan.hdr.sack(i).end := sg.sack(i).end
-  }
+  plan.hdr.tcp := sg.tcp
+  plan.hdr.tcp.sackN := sackN // (at most what fits beside the timestamp)
   plan.hdr.payloadLen := len
   plan.hdr.payloadSum := 0.U
   // The connection id only names the connection upstream; the transmit side needs its addresses.
