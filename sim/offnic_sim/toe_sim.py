@@ -147,6 +147,7 @@ class Sim:
         self.now = T0
         self.eng.poll(T0)
         self.conns: list[Conn] = []
+        self.by_k: dict[int, Conn] = {}    # (connections may be added while the simulation runs)
         self.by_id: dict[int, Conn] = {}
         self.by_peer: dict[bytes, Conn] = {}
         self.by_engine: dict[bytes, Conn] = {}
@@ -192,6 +193,7 @@ class Sim:
                  rcv_buf, rcv_size, write_seq=hs.write_seq, acked=isn_e, read_seq=read_seq, close=close,
                  latency=latency, data_end=isn_p)
         self.conns.append(x)
+        self.by_k[k] = x
         self.by_peer[ip_port(paddr[0], paddr[1])] = x
         self.by_engine[ip_port(key.local_ip, key.local_port)] = x
         x.conn = self.eng.install(key, hs, self.now)
@@ -361,7 +363,7 @@ class Sim:
 
     # -- the loop
     def run(self, done: Callable[[], bool], tmax_us: int = 3_000_000_000, step: Callable[[], None] | None = None):
-        conns = {x.k: x for x in self.conns}
+        conns = self.by_k
         while True:
             if step:
                 step()
@@ -430,17 +432,22 @@ def random_bytes(rng: random.Random, n: int) -> bytes:
     return rng.randbytes(n) if n else b""
 
 
-def random_conn(sim: Sim, k: int, rng: random.Random) -> Conn:
+def random_conn(sim: Sim, k: int, rng: random.Random, *, peer: dict | None = None, time_scale: float = 1.0) -> Conn:
     """Connection k with random MSS, options, ring and peer buffer sizes, handoff queues,
     ISNs (some just below 2^32), latency and close order (some reset by the peer), some
-    with a stalled reader on either side."""
+    with a stalled reader on either side (for a while from now). `peer`: TcpConfig
+    overrides (shorter timers for the simulated hardware, where a microsecond is a clock);
+    `time_scale` multiplies the drawn latency, stalls and the peer's delayed ACK (the
+    draws themselves are the same whatever the options)."""
     mss = rng.choice((536, 1000, 1460, 1460, 8960))
     ts, ws = rng.random() < 0.7, rng.random() < 0.7
     snd_size = 1 << rng.randrange(12, 18)
     rcv_size = 1 << rng.randrange(12, 18)
-    cfg = peer_config(mss=mss, timestamps=ts, window_scaling=ws,
-                      rcv_buf=rng.choice((1500, 4096, 16384, 65535, 262144)),
-                      delayed_ack=rng.choice((None, 0.04, 0.2)), init_cwnd=rng.choice((1, 2, 10)))
+    rcv_buf = rng.choice((1500, 4096, 16384, 65535, 262144))
+    delayed_ack = rng.choice((None, 0.04, 0.2))
+    cfg = peer_config(mss=mss, timestamps=ts, window_scaling=ws, rcv_buf=rcv_buf,
+                      delayed_ack=None if delayed_ack is None else delayed_ack * time_scale,
+                      init_cwnd=rng.choice((1, 2, 10)), **(peer or {}))
     s_e = wscale_for(rcv_size) if ws else 0
     s_p = wscale_for(cfg.rcv_buf) if ws else 0
     w_p = min(cfg.rcv_buf, 0xFFFF << s_p) >> s_p << s_p
@@ -456,12 +463,13 @@ def random_conn(sim: Sim, k: int, rng: random.Random) -> Conn:
     x = sim.add(k, rng, snd_size=snd_size, rcv_size=rcv_size, mss=mss, ts=ts, ws=ws, isn_e=isn(), isn_p=isn(),
                 e_inflight=e_inflight, e_unsent=e_unsent, e_unread=e_unread, p_unacked=p_unacked,
                 p_pending=random_bytes(rng, size(1)), host_tx=host_tx, peer_cfg=cfg,
-                ts_recent_known=rng.random() < 0.5, close=close, latency=rng.choice((100, 1000, 1000, 20000)),
+                ts_recent_known=rng.random() < 0.5, close=close,
+                latency=max(1, round(rng.choice((100, 1000, 1000, 20000)) * time_scale)),
                 sack=k % 3 == 0)                         # (from k: the other draws stay as they were)
     if rng.random() < 0.15:
-        x.stall_until = T0 + rng.randrange(100_000, 3_000_000)
+        x.stall_until = sim.now + round(rng.randrange(100_000, 3_000_000) * time_scale)
     if rng.random() < 0.1:
-        x.peer_stall_until = T0 + rng.randrange(100_000, 3_000_000)
+        x.peer_stall_until = sim.now + round(rng.randrange(100_000, 3_000_000) * time_scale)
     return x
 
 
