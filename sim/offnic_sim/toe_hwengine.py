@@ -28,7 +28,7 @@ from collections import Counter, deque
 import cocotb
 from cocotb.clock import Clock
 from cocotb.task import resume
-from cocotb.triggers import ClockCycles, FallingEdge, RisingEdge, Timer
+from cocotb.triggers import ClockCycles, FallingEdge, First, RisingEdge, Timer
 from cocotbext.axi import AxiBus, AxiRam, AxiStreamBus, AxiStreamSink, AxiStreamSource
 
 from . import conntable_model as ctm
@@ -111,11 +111,17 @@ class HwEngine:
 
     async def _watch(self) -> None:
         """Notifications and command answers (always ready): what is valid after a
-        falling edge transfers at the next rising edge. One sample per clock."""
+        falling edge transfers at the next rising edge. One sample per clock, and none
+        while neither is valid (most clocks are timers running out)."""
         d = self.dut
         while True:
             await FallingEdge(d.clock)
             await Timer(1, "ns")
+            if not (d.m_note_valid.value or d.m_rsp_valid.value):
+                await First(RisingEdge(d.m_note_valid), RisingEdge(d.m_rsp_valid))
+                if d.clock.value:            # rose at a rising edge: sampled after the next fall
+                    continue
+                await Timer(1, "ns")         # rose at a falling edge: sampled 1 ns in, as above
             if d.m_note_valid.value:
                 kind = NOTE_NAMES[int(d.m_note_bits_kind.value)]
                 c = int(d.m_note_bits_id.value)
@@ -165,8 +171,9 @@ class HwEngine:
         if self.free_run:
             return
         ahead = now_us - self._offset - self._hw_now()
-        if ahead > 0:
-            await ClockCycles(self.dut.clock, ahead)
+        if ahead > 0:                        # (one timer, not a count of edges)
+            await Timer(4 * ahead - 1, "ns")
+            await RisingEdge(self.dut.clock)
         self._collect()
 
     async def _quiet(self) -> None:
@@ -265,7 +272,10 @@ class HwEngine:
         resume(self._frame)(frame, now_us)
 
     def poll(self, now_us: int) -> None:
-        resume(self._run_to)(now_us)
+        """With no connection installed the clock waits (the next command catches it up):
+        the peers' TIME_WAITs after the last connection cost no cycles."""
+        if self._live:
+            resume(self._run_to)(now_us)
 
     def host_send(self, conn: int, write_seq: int, now_us: int | None = None) -> None:
         self._host(OP_SEND, conn, write_seq, now_us)
@@ -341,7 +351,8 @@ class SharedHwEngine:
     back-to-back segments pipeline as they would on a port; what the engine sends is
     collected every clock and handed out by take_wire() and friends."""
 
-    POLL_CYCLES = 8          # while no call waits, check for one this often
+    POLL_NS = 32             # while no call waits, check for one this often (8 clocks)
+    PUMP_NS = 16             # frames in and out every 4 clocks
 
     def __init__(self, hw: HwEngine):
         if not hw.free_run:
@@ -366,9 +377,9 @@ class SharedHwEngine:
 
     async def _pump(self) -> None:
         """Each clock: queued frames into the source, what came out into the shared lists."""
-        hw, d = self.hw, self.hw.dut
+        hw = self.hw
         while True:
-            await RisingEdge(d.clock)
+            await Timer(self.PUMP_NS, "ns")
             while self._inbox:
                 hw.src.send_nowait(self._inbox.popleft())
             self._move()
@@ -385,7 +396,7 @@ class SharedHwEngine:
 
     async def _run_free(self) -> None:
         while self._jobs.empty() and not self._stopped:
-            await ClockCycles(self.hw.dut.clock, self.POLL_CYCLES)
+            await Timer(self.POLL_NS, "ns")
 
     def serve(self) -> None:
         """The bridge thread's loop (`await bridge(shared.serve)()`), until stop()."""
@@ -453,7 +464,7 @@ class SharedHwEngine:
         """Wait until the frames queued so far are in and the engine is quiet."""
         async def quiet():
             while self._inbox or not self.hw.src.idle():
-                await ClockCycles(self.hw.dut.clock, self.POLL_CYCLES)
+                await Timer(self.POLL_NS, "ns")
             await self.hw._quiet()
             self._move()
         self._call(resume(quiet))

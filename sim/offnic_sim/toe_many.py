@@ -164,59 +164,9 @@ def run_many(engine, seed: int, n: int, *, params: EngineParams | None = None, s
 
 
 def hw_engine(dut, params: EngineParams | None = None, mem_size: int = 1 << 28):
-    """toe_hwengine.HwEngine for this workload, cheaper per idle clock (most of the
-    simulated time is timers running out): its monitor of notifications and command
-    answers sleeps until one of them is valid instead of waking every clock; running the
-    clock forward is one timer instead of a count of edges; and with no connection
-    installed a poll leaves the clock alone (the next command catches it up), so the
-    peers' TIME_WAITs after the engine's last connection cost no cycles."""
-    from cocotb.triggers import FallingEdge, First, RisingEdge, Timer
-
-    from . import toe_hw
-    from .toe_hwengine import NOTE_NAMES, HwEngine
-
-    class _Engine(HwEngine):
-        async def _watch(self) -> None:
-            # HwEngine._watch's samples (after each falling edge, 1 ns in: what is valid
-            # then transfers at the next rising edge; ready is always 1), skipping the
-            # clocks where neither is valid
-            d = self.dut
-            while True:
-                await FallingEdge(d.clock)
-                await Timer(1, "ns")
-                if not (d.m_note_valid.value or d.m_rsp_valid.value):
-                    await First(RisingEdge(d.m_note_valid), RisingEdge(d.m_rsp_valid))
-                    if d.clock.value:       # rose after a rising edge: sampled at the next fall
-                        continue
-                    await Timer(1, "ns")    # rose at a falling edge: sampled 1 ns in, as HwEngine does
-                if d.m_note_valid.value:
-                    kind = NOTE_NAMES[int(d.m_note_bits_kind.value)]
-                    c = int(d.m_note_bits_id.value)
-                    if kind in ("rx", "acked"):
-                        self.notifications.append((kind, c, int(d.m_note_bits_seq.value)))
-                    elif kind == "error":
-                        self.notifications.append((kind, c, "timeout"))
-                    else:
-                        self.notifications.append((kind, c))
-                    if kind == "closed":
-                        self._live.pop(c, None)
-                if d.m_rsp_valid.value:
-                    self._rsp.append(dict(status=int(d.m_rsp_bits_status.value), id=int(d.m_rsp_bits_id.value),
-                                          tcb=toe_hw.read_tcb(d, "m_rsp_bits_tcb"),
-                                          ts_val=int(d.m_rsp_bits_tsVal.value),
-                                          now_us=int(d.m_rsp_bits_nowUs.value)))
-
-        async def _run_to(self, now_us: int) -> None:
-            ahead = now_us - self._offset - self._hw_now()
-            if ahead > 0:
-                await Timer(4 * ahead - 1, "ns")
-                await RisingEdge(self.dut.clock)
-            self._collect()
-
-        def poll(self, now_us: int) -> None:
-            if self._live:
-                super().poll(now_us)
-    return _Engine(dut, params or many_params(), mem_size=mem_size)
+    """toe_hwengine.HwEngine for this workload."""
+    from .toe_hwengine import HwEngine
+    return HwEngine(dut, params or many_params(), mem_size=mem_size)
 
 
 def goodput(rec: dict, cycles: int, clock_mhz: float = 250.0) -> dict:

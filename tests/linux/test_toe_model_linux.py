@@ -36,6 +36,7 @@ Needs root (skips otherwise). Seed: OFFNIC_SEED or 7007, printed. Runs in about 
 """
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import os
 import random
@@ -123,9 +124,12 @@ class Nic:
     """The engine on the wire, with its host side and timer thread (see the module doc)."""
 
     def __init__(self, wire, *, params: EngineParams | None = None, drop=0.0, dup=0.0, reorder=0.0,
-                 reorder_ms=(1.0, 6.0), seed: int = 0, mem: int = 96 << 20, engine=None, poll_s: float = 0.0005):
+                 reorder_ms=(1.0, 6.0), seed: int = 0, mem: int = 96 << 20, engine=None, poll_s: float = 0.0005,
+                 rtt_scale: float = 1.0):
         """engine: an Engine-like object with its memory as .mem (the hardware's,
-        test_toe_hw_linux); by default the exact model on `mem` bytes."""
+        test_toe_hw_linux); by default the exact model on `mem` bytes. rtt_scale: the
+        engine's microseconds per wall-clock microsecond, for the round-trip times Linux
+        hands over (a simulated engine's clock runs slower than the wall clock)."""
         self.wire = wire
         if engine is None:
             self.mem = Memory(mem)
@@ -133,6 +137,7 @@ class Nic:
         else:
             self.mem, self.eng = engine.mem, engine
         self.poll_s = poll_s
+        self.rtt_scale = rtt_scale
         self.seen = Counter()                 # what the rig saw, whatever the engine counts
         self.sent_end: dict[bytes, int] = {}
         self.lock = wire._lock                # the wire calls the hook holding it
@@ -329,6 +334,9 @@ class Nic:
             sb, rb = self.mem.alloc(snd_size), self.mem.alloc(rcv_size)
             hs = Handoff.from_tcp_state(state, self.mem, snd_buf=sb, snd_size=snd_size, rcv_buf=rb,
                                         rcv_size=rcv_size, local_mac=A_MAC, remote_mac=B_MAC, now_us=now)
+            if self.rtt_scale != 1.0 and hs.srtt_us is not None:
+                hs = dataclasses.replace(hs, srtt_us=max(1, round(hs.srtt_us * self.rtt_scale)),
+                                         rttvar_us=max(1, round((hs.rttvar_us or 0) * self.rtt_scale)))
             key = ConnKey(state.local_ip, state.local_port, state.remote_ip, state.remote_port)
             conn = self.eng.install(key, hs, now)
             self.seen["installs"] += 1
