@@ -9,12 +9,13 @@ engine is a `toe_hwengine.SharedHwEngine`: the rig's threads run in real time an
 it from anywhere; one cocotb bridge thread owns the simulation, and between calls the
 hardware's clock runs free. The rings are the AxiRam on the engine's memory port.
 
-Time: the engine's microsecond is one clock, and the simulation runs some 20-50 times
-slower than the wall clock. Its timers are scaled down to match (minimum RTO 10 ms,
-delayed ACK 4 ms, TIME_WAIT 30 ms of its time); Linux's are Linux's. The engine's TSval
-clock (1 ms of its time) runs slower than Linux's, which is allowed (RFC 7323 5.4) and
-only moves forward. Streams are smaller than the model's and timeouts longer
-(Rig.size, Rig.slow).
+Time: the engine's microsecond is one clock, and the simulation runs some 4-15 k clocks
+per wall second here, 70-250 times slower than the wall clock. The engine's timers are
+scaled down to match (RTO 10-200 ms, delayed ACK 4 ms, TIME_WAIT 30 ms of its time), and
+so are the round-trip times Linux hands over (RTT_SCALE); Linux's timers are Linux's.
+The engine's TSval clock (1 ms of its time) runs slower than Linux's, which RFC 7323
+allows, and only moves forward. Streams are smaller than the model's and timeouts
+longer (Rig.size, Rig.slow).
 
 Needs root (skips otherwise). Seeds: OFFNIC_SEED (printed by the harness).
 """

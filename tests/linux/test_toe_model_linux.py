@@ -843,21 +843,26 @@ def many_connections(n: int, rig: Rig = MODEL, *, sizes=(400_000, 300_000), warm
                     take_back(nic, wire, na, app, sa)
                 else:
                     app.close = "fin"
+            def timed(what: str, app: HostApp, wait) -> None:
+                """wait(), with the connection's timeline if it fails or is slow."""
+                t0 = time.monotonic()
+                try:
+                    wait()
+                except AssertionError as e:
+                    raise AssertionError(f"{e}\n{timeline(wire, nic, app.port)}") from None
+                if time.monotonic() - t0 > 5 * T / 6:
+                    print(f"  slow: {what} ({time.monotonic() - t0:.1f} s):\n{timeline(wire, nic, app.port)}")
             for i, (app, (a, b, sa, sb)) in enumerate(zip(apps, pairs)):
                 if i % 2 == 0:
                     wait_for(lambda: sa.done and sb.done, 30 * T, f"restored connection {i}", (sa, sb))
                     sa.stop()
                 else:
-                    wait_app(nic, lambda: app.done and sb.done, 30 * T, f"offloaded connection {i}", (app,), (sb,))
+                    timed(f"offloaded connection {i}", app, lambda: wait_app(
+                        nic, lambda: app.done and sb.done, 30 * T, f"offloaded connection {i}", (app,), (sb,)))
                     sb.stop()
                     b.shutdown(socket.SHUT_WR)
-                    t0 = time.monotonic()
-                    try:
-                        wait_app(nic, lambda: app.closed, 20 * T, f"close of {i}", (app,))
-                    except AssertionError as e:
-                        raise AssertionError(f"{e}\n{timeline(wire, nic, app.port)}") from None
-                    if time.monotonic() - t0 > 5 * T / 6:
-                        print(f"  slow close of {i} ({time.monotonic() - t0:.1f} s):\n{timeline(wire, nic, app.port)}")
+                    timed(f"close of {i}", app, lambda: wait_app(nic, lambda: app.closed, 20 * T, f"close of {i}",
+                                                                (app,)))
                     assert app.fin and not app.reset
                     retire(sa)
                 sb.stop()
