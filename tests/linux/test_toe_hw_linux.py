@@ -128,7 +128,7 @@ async def many(dut):
     from test_toe_model_linux import many_connections
 
     def dozen(rig):
-        return many_connections(12, rig, sizes=(100_000, 80_000), warm=5_000, far=20_000, sndbuf=8 << 10)
+        return many_connections(24, rig, sizes=(100_000, 80_000), warm=5_000, far=20_000, sndbuf=8 << 10)
     await carry(dut, dozen)
 
 

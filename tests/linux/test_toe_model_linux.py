@@ -514,7 +514,7 @@ def run_handoff_cycle(name: str, size: int, *, drop=0.0, dup=0.0, reorder=0.0, r
             a, b = handshake(na, nb, port=PORT)      # through the engine's pass-through path
             sa, sb = Stream("A", a, ab, ba), Stream("B", b, ba, ab)
             sa.start(), sb.start()
-            wait_for(lambda: sb.rx_pos > warm and sa.rx_pos > warm, 20, "some each way", (sa, sb))
+            wait_for(lambda: sb.rx_pos > warm and sa.rx_pos > warm, 20 * T, "some each way", (sa, sb))
             assert nic.seen["to_host"] > 20 and not nic.apps      # the handshake and more passed through
             app = hand_off(nic, wire, a, sa)
             start = (app.tx_pos, app.rx_pos)
@@ -576,7 +576,7 @@ def closes(rig: Rig = MODEL, *, sizes=(300_000, 200_000), warm=50_000, sndbuf=64
                     sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, sndbuf)
                 sa, sb = Stream("A", a, ab, ba), Stream("B", b, ba, ab)
                 sa.start(), sb.start()
-                wait_for(lambda: sb.rx_pos > warm and sa.rx_pos > warm, 10, "some each way", (sa, sb))
+                wait_for(lambda: sb.rx_pos > warm and sa.rx_pos > warm, 10 * T, "some each way", (sa, sb))
                 sa.writing = sb.writing = False
                 app = hand_off(nic, wire, a, sa)
                 assert not (app.done or sb.done), "a stream ended before the handoff"
@@ -658,7 +658,7 @@ def hostile_then_rst(rig: Rig = MODEL) -> Nic:
             a, b = handshake(na, nb, port=PORT)
             sa, sb = Stream("A", a, ab, ba), Stream("B", b, ba, ab)
             sa.start(), sb.start()
-            wait_for(lambda: sb.rx_pos > rig.n(50_000) and sa.rx_pos > rig.n(50_000), 10, "some each way",
+            wait_for(lambda: sb.rx_pos > rig.n(50_000) and sa.rx_pos > rig.n(50_000), 10 * T, "some each way",
                      (sa, sb))
             app = hand_off(nic, wire, a, sa)
             port = nic.templates[app.conn].local_port
@@ -830,7 +830,7 @@ def many_connections(n: int, rig: Rig = MODEL, *, sizes=(400_000, 300_000), warm
                     if sa.rx_pos > warm and sb.rx_pos > warm:
                         sa.writing = sb.writing = False
                 return not any(sa.writing or sb.writing for _, _, sa, sb in pairs)
-            wait_for(warmed, 20, "some on every connection", tuple(s for p in pairs for s in p[2:]))
+            wait_for(warmed, 20 * T, "some on every connection", tuple(s for p in pairs for s in p[2:]))
             apps = [hand_off(nic, wire, a, sa) for a, b, sa, sb in pairs]
             assert len(nic.apps) == n
             start = [app.rx_pos for app in apps]
