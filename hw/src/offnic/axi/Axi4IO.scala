@@ -1,6 +1,7 @@
 package offnic.axi
 
 import chisel3._
+import chisel3.reflect.DataMirror
 
 /** An AXI4 manager port (the signals a DDR4 controller's AXI slave needs; lock, cache, prot,
   * qos and region are left to the interconnect's defaults). Flat names (`m_axi_awaddr` when
@@ -45,4 +46,21 @@ object Axi4 {
   val Size32 = 5
   /** Anything but OKAY: SLVERR, DECERR, and EXOKAY (never right: no access is exclusive). */
   def isError(resp: UInt): Bool = resp =/= 0.U
+
+  /** One manager port shared by a manager that only writes and one that only reads:
+    * `port`'s AW, W and B channels are `writes`', its AR and R channels `reads`'; each
+    * manager's other channels see an idle subordinate (never ready, never valid). */
+  def join(port: Axi4IO, writes: Axi4IO, reads: Axi4IO): Unit = {
+    require(port.addrBits == writes.addrBits && port.addrBits == reads.addrBits)
+    for ((name, wire) <- port.elements) {
+      val writeSide = name.startsWith("aw") || name.startsWith("w") || name.startsWith("b")
+      val (used, idle) = if (writeSide) (writes, reads) else (reads, writes)
+      if (DataMirror.specifiedDirectionOf(wire) == SpecifiedDirection.Output) {
+        wire := used.elements(name)
+      } else {
+        used.elements(name) := wire
+        idle.elements(name) := 0.U
+      }
+    }
+  }
 }

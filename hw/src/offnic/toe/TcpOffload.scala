@@ -3,7 +3,7 @@ package offnic.toe
 import chisel3._
 import chisel3.util._
 import offnic.{Elaboratable, Params}
-import offnic.axi.Axi4IO
+import offnic.axi.{Axi4, Axi4IO}
 import offnic.axis.{AxisFifo, AxisIO, AxisParams}
 
 /** The TCP offload engine as the NIC will carry it: [[TcpEngine]] (control), the
@@ -65,46 +65,7 @@ class TcpOffload(val connections: Int = 4096, val buckets: Int = 1024, val slots
   m_axis_tx <> builder.m_axis
 
   // ---- One AXI4 port: writes from the writer, reads from the builder.
-  m_axi.awid := writer.m_axi.awid
-  m_axi.awaddr := writer.m_axi.awaddr
-  m_axi.awlen := writer.m_axi.awlen
-  m_axi.awsize := writer.m_axi.awsize
-  m_axi.awburst := writer.m_axi.awburst
-  m_axi.awvalid := writer.m_axi.awvalid
-  writer.m_axi.awready := m_axi.awready
-  m_axi.wdata := writer.m_axi.wdata
-  m_axi.wstrb := writer.m_axi.wstrb
-  m_axi.wlast := writer.m_axi.wlast
-  m_axi.wvalid := writer.m_axi.wvalid
-  writer.m_axi.wready := m_axi.wready
-  writer.m_axi.bid := m_axi.bid
-  writer.m_axi.bresp := m_axi.bresp
-  writer.m_axi.bvalid := m_axi.bvalid
-  m_axi.bready := writer.m_axi.bready
-  writer.m_axi.arready := false.B
-  writer.m_axi.rid := 0.U
-  writer.m_axi.rdata := 0.U
-  writer.m_axi.rresp := 0.U
-  writer.m_axi.rlast := false.B
-  writer.m_axi.rvalid := false.B
-  m_axi.arid := builder.m_axi.arid
-  m_axi.araddr := builder.m_axi.araddr
-  m_axi.arlen := builder.m_axi.arlen
-  m_axi.arsize := builder.m_axi.arsize
-  m_axi.arburst := builder.m_axi.arburst
-  m_axi.arvalid := builder.m_axi.arvalid
-  builder.m_axi.arready := m_axi.arready
-  builder.m_axi.rid := m_axi.rid
-  builder.m_axi.rdata := m_axi.rdata
-  builder.m_axi.rresp := m_axi.rresp
-  builder.m_axi.rlast := m_axi.rlast
-  builder.m_axi.rvalid := m_axi.rvalid
-  m_axi.rready := builder.m_axi.rready
-  builder.m_axi.awready := false.B
-  builder.m_axi.wready := false.B
-  builder.m_axi.bid := 0.U
-  builder.m_axi.bresp := 0.U
-  builder.m_axi.bvalid := false.B
+  Axi4.join(m_axi, writes = writer.m_axi, reads = builder.m_axi)
 
   // ---- Notifications after the stores issued before them (counts modulo 2^32).
   private val done = RegInit(0.U(32.W))
