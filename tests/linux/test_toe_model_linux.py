@@ -638,6 +638,8 @@ def quiesce(nic: Nic, app: HostApp, T: float) -> None:
         return t.snd_una == t.write_seq == app.write_seq and t.rcv_nxt == app.read_seq
     wait_app(nic, idle, 10 * T, "the connection idle", (app,))
     time.sleep(0.1)                           # B's delayed ACKs
+    until = nic.eng.now_us + 3 * nic.eng.p.delack_us    # and the engine's (its own time)
+    wait_app(nic, lambda: nic.eng.now_us >= until, 10 * T, "the engine's delayed ACK", (app,))
     settle = getattr(nic.eng, "settle", None)
     if settle is not None:
         settle()
