@@ -226,7 +226,7 @@ def two_namespaces() -> Iterator[tuple[Namespace, Namespace, Wire]]:
         yield na, nb, wire
 
 
-def handshake(na: Namespace, nb: Namespace, *, b_rcvbuf: int | None = None,
+def handshake(na: Namespace, nb: Namespace, *, b_rcvbuf: int | None = None, a_rcvbuf: int | None = None,
               port: int = PORT, a_port: int = 0) -> tuple[socket.socket, socket.socket]:
     """An ordinary connection A -> B:PORT (real SYN handshake over the wire), from
     A's port `a_port` (0: an ephemeral one, which Linux may share between connections
@@ -238,6 +238,8 @@ def handshake(na: Namespace, nb: Namespace, *, b_rcvbuf: int | None = None,
     lst.bind((B_IP, port))
     lst.listen(1)
     a = na.socket(socket.AF_INET, socket.SOCK_STREAM)
+    if a_rcvbuf:                          # before the SYN: it sets the window scale
+        a.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, a_rcvbuf)
     if a_port:
         a.bind((A_IP, a_port))
     a.settimeout(5)

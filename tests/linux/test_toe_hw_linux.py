@@ -118,6 +118,16 @@ async def hostile_then_rst(dut):
 
 
 @cocotb.test()
+async def zero_windows(dut):
+    from test_toe_model_linux import zero_windows
+
+    def zero(rig):
+        # A's receive buffer bounds the window Linux advertised, and so the engine's ring (256 KiB)
+        return zero_windows(rig, sizes=(600_000, 500_000), warm=20_000, a_rcvbuf=64 << 10)
+    await carry(dut, zero)
+
+
+@cocotb.test()
 async def near_wrap(dut):
     from test_toe_model_linux import near_wrap
     await carry(dut, near_wrap)
@@ -137,6 +147,7 @@ def design() -> Design:
 
 
 @needs_linux
-@pytest.mark.parametrize("case", ["mid_transfer", "lossy", "closes", "hostile_then_rst", "near_wrap", "many"])
+@pytest.mark.parametrize("case", ["mid_transfer", "lossy", "closes", "hostile_then_rst", "zero_windows", "near_wrap",
+                                  "many"])
 def test_toe_hw_linux(case):
     run_cocotb(design(), __name__, testcase=case)
