@@ -122,8 +122,9 @@ async def zero_windows(dut):
     from test_toe_model_linux import zero_windows
 
     def zero(rig):
-        # A's receive buffer bounds the window Linux advertised, and so the engine's ring (256 KiB)
-        return zero_windows(rig, sizes=(600_000, 500_000), warm=20_000, a_rcvbuf=64 << 10)
+        # A's receive buffer bounds the window Linux advertised, and so the engine's ring (256 KiB);
+        # its send buffer what the engine gets to send at the handoff
+        return zero_windows(rig, sizes=(600_000, 500_000), warm=20_000, a_rcvbuf=64 << 10, a_sndbuf=32 << 10)
     await carry(dut, zero)
 
 

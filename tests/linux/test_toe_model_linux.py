@@ -716,14 +716,17 @@ def test_hostile_then_rst_from_remote():
 test_hostile_then_rst_from_remote.__doc__ = hostile_then_rst.__doc__
 
 
-def zero_windows(rig: Rig = MODEL, *, sizes=(3 << 20, 2 << 20), warm=100_000, a_rcvbuf: int | None = None) -> None:
+def zero_windows(rig: Rig = MODEL, *, sizes=(3 << 20, 2 << 20), warm=100_000, a_rcvbuf: int | None = None,
+                 a_sndbuf: int | None = None) -> None:
     """The host application stops reading while B streams: the engine's ring fills, it
     advertises a zero window and Linux probes it (zero-length segments below rcv_nxt,
     which the engine answers, or, with data in flight, RTO resends that it trims and
     ACKs); reading resumes and a window update restarts B. Then B stops reading: the
     engine probes B's zero window (Linux's probe, or 1-byte RTO resends when B dropped
     data in flight) until B reads again. Both streams exact after a restore. (a_rcvbuf:
-    A's receive buffer, which bounds the window Linux advertised and so the engine's ring.)"""
+    A's receive buffer, which bounds the window Linux advertised and so the engine's ring;
+    a_sndbuf: A's send buffer, which bounds what the handoff queues for the engine to send
+    at once: enough of A's stream must be left to fill B's buffer in the second part.)"""
     T = rig.slow
     ab, ba = streams("zwin", *sizes)
     with two_namespaces() as (na, nb, wire):
@@ -731,6 +734,8 @@ def zero_windows(rig: Rig = MODEL, *, sizes=(3 << 20, 2 << 20), warm=100_000, a_
         try:
             a, b = handshake(na, nb, port=PORT, a_rcvbuf=a_rcvbuf)
             b.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 << 10)
+            if a_sndbuf:
+                a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, a_sndbuf)
             sa, sb = Stream("A", a, ab, ba), Stream("B", b, ba, ab)
             sa.start(), sb.start()
             wait_for(lambda: sb.rx_pos > warm and sa.rx_pos > warm, 10 * T, "some each way", (sa, sb))
