@@ -457,6 +457,16 @@ def no_rst(wire, nic: Nic) -> None:
             last[key] = seg.ts[0]
 
 
+def stop_when_warm(sa: Stream, sb: Stream, warm: int) -> bool:
+    """Stop each writer once its direction has moved `warm` bytes (so that neither stream
+    ends before a handoff, whichever direction is faster); True when both have stopped."""
+    if sb.rx_pos > warm:
+        sa.writing = False
+    if sa.rx_pos > warm:
+        sb.writing = False
+    return not (sa.writing or sb.writing)
+
+
 def timeline(wire, nic: Nic, port: int, last: int = 12) -> str:
     """The last segments of A's connection from `port` both ways (B's as the wire saw
     them, the engine's as it sent them), for a failure's message."""
@@ -576,10 +586,9 @@ def closes(rig: Rig = MODEL, *, sizes=(300_000, 200_000), warm=50_000, sndbuf=64
                     sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, sndbuf)
                 sa, sb = Stream("A", a, ab, ba), Stream("B", b, ba, ab)
                 sa.start(), sb.start()
-                wait_for(lambda: sb.rx_pos > warm and sa.rx_pos > warm, 10 * T, "some each way", (sa, sb))
-                sa.writing = sb.writing = False
+                wait_for(lambda: stop_when_warm(sa, sb, warm), 10 * T, "some each way", (sa, sb))
                 app = hand_off(nic, wire, a, sa)
-                assert not (app.done or sb.done), "a stream ended before the handoff"
+                assert app.tx_pos < len(app.tx) and app.rx_pos < len(app.rx), "a stream ended before the handoff"
                 sb.writing = True
                 if closer == "remote":
                     app.close = "fin"
@@ -832,8 +841,8 @@ def many_connections(n: int, rig: Rig = MODEL, *, sizes=(400_000, 300_000), warm
     """n connections handed to the engine at once while streaming both ways with 1% loss
     and 2% reordering; half are restored to Linux and finish there, half finish in the
     engine with the host closing after the remote: every stream exact. (Each writer
-    stops once its connection has moved `warm` bytes each way, and small send buffers
-    keep what is then in flight short: every stream is still under way at the handoff.)"""
+    stops once its direction has moved `warm` bytes, and small send buffers keep what is
+    then in flight short: every stream is still under way at the handoff.)"""
     T = rig.slow
     with two_namespaces() as (na, nb, wire):
         nic = rig.nic(wire, drop=0.01, reorder=0.02, seed=rng_for("dozen").getrandbits(32))
@@ -848,12 +857,8 @@ def many_connections(n: int, rig: Rig = MODEL, *, sizes=(400_000, 300_000), warm
             for _, _, sa, sb in pairs:
                 sa.start(), sb.start()
 
-            def warmed():
-                for _, _, sa, sb in pairs:
-                    if sa.rx_pos > warm and sb.rx_pos > warm:
-                        sa.writing = sb.writing = False
-                return not any(sa.writing or sb.writing for _, _, sa, sb in pairs)
-            wait_for(warmed, 20 * T, "some on every connection", tuple(s for p in pairs for s in p[2:]))
+            wait_for(lambda: all([stop_when_warm(sa, sb, warm) for _, _, sa, sb in pairs]), 20 * T,
+                     "some on every connection", tuple(s for p in pairs for s in p[2:]))
             apps = [hand_off(nic, wire, a, sa) for a, b, sa, sb in pairs]
             assert len(nic.apps) == n
             start = [app.rx_pos for app in apps]
