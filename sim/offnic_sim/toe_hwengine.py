@@ -345,11 +345,13 @@ class SharedHwEngine:
     still while that thread runs plain Python. So `serve()` is the one bridge thread: it
     takes the harness's calls from a queue and runs each on the HwEngine, and while
     there is none it lets the clock run. The hardware's clock runs free (1 clock = 1 us
-    of the engine's time, however fast the simulation goes; typically 20-50x slower
-    than the wall clock): scale the engine's timers to that. Frames from the wire
-    are queued and go in as the hardware takes them, without waiting for an answer, so
-    back-to-back segments pipeline as they would on a port; what the engine sends is
-    collected every clock and handed out by take_wire() and friends."""
+    of the engine's time, however fast the simulation goes: 4-36 k clocks per wall
+    second in the Linux rig, 30-250 times slower than the wall clock): scale the
+    engine's timers, and any times handed over from the wall clock, to that. Frames
+    from the wire are queued and go in as the hardware takes them, without waiting for
+    an answer, so back-to-back segments pipeline as they would on a port; what the
+    engine sends is collected every few clocks and handed out by take_wire() and
+    friends."""
 
     POLL_NS = 32             # while no call waits, check for one this often (8 clocks)
     PUMP_NS = 16             # frames in and out every 4 clocks
@@ -376,7 +378,7 @@ class SharedHwEngine:
         cocotb.start_soon(self._pump())
 
     async def _pump(self) -> None:
-        """Each clock: queued frames into the source, what came out into the shared lists."""
+        """Every 4 clocks: queued frames into the source, what came out into the shared lists."""
         hw = self.hw
         while True:
             await Timer(self.PUMP_NS, "ns")

@@ -267,6 +267,7 @@ class Stream:
         self.tx, self.rx = tx, rx
         self.tx_pos = self.rx_pos = 0
         self.reading = self.writing = True
+        self.tx_limit: int | None = None    # write no further than this (None: to the end)
         self.error: str | None = None
         self._gate = threading.Lock()
         self._want_park = False
@@ -311,7 +312,8 @@ class Stream:
     def _step(self) -> None:
         sock = self.sock
         r = [sock] if self.reading and self.rx_pos < len(self.rx) else []
-        w = [sock] if self.writing and self.tx_pos < len(self.tx) else []
+        end = len(self.tx) if self.tx_limit is None else min(self.tx_limit, len(self.tx))
+        w = [sock] if self.writing and self.tx_pos < end else []
         if not r and not w:
             time.sleep(0.002)
             return
@@ -332,7 +334,7 @@ class Stream:
                 self.rx_pos += len(data)
         if ww:
             try:
-                self.tx_pos += sock.send(self.tx[self.tx_pos:self.tx_pos + (1 << 16)])
+                self.tx_pos += sock.send(self.tx[self.tx_pos:min(self.tx_pos + (1 << 16), end)])
             except BlockingIOError:
                 pass
 

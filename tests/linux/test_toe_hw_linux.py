@@ -106,7 +106,7 @@ async def closes(dut):
     from test_toe_model_linux import closes
 
     def close(rig):
-        nic = closes(rig, sizes=(150_000, 100_000), warm=10_000, sndbuf=16 << 10)
+        nic = closes(rig, sizes=(150_000, 100_000), warm=10_000)
         assert nic.seen["bytes_out"] > 50_000, dict(nic.seen)
     await carry(dut, close)
 
@@ -139,7 +139,7 @@ async def many(dut):
     from test_toe_model_linux import many_connections
 
     def dozen(rig):
-        return many_connections(24, rig, sizes=(100_000, 80_000), warm=5_000, far=20_000, sndbuf=8 << 10)
+        return many_connections(24, rig, sizes=(100_000, 80_000), warm=5_000, far=20_000)
     await carry(dut, dozen)
 
 

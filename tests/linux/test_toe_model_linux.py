@@ -457,14 +457,14 @@ def no_rst(wire, nic: Nic) -> None:
             last[key] = seg.ts[0]
 
 
-def stop_when_warm(sa: Stream, sb: Stream, warm: int) -> bool:
-    """Stop each writer once its direction has moved `warm` bytes (so that neither stream
-    ends before a handoff, whichever direction is faster); True when both have stopped."""
-    if sb.rx_pos > warm:
-        sa.writing = False
-    if sa.rx_pos > warm:
-        sb.writing = False
-    return not (sa.writing or sb.writing)
+def warm_up(sa: Stream, sb: Stream, warm: int) -> None:
+    """Both writers stop at `warm` bytes until released (Stream.tx_limit): the rest of
+    both streams is left for after the handoff, however fast either direction runs."""
+    sa.tx_limit = sb.tx_limit = warm
+
+
+def warmed(sa: Stream, sb: Stream) -> bool:
+    return sa.rx_pos == sb.tx_limit and sb.rx_pos == sa.tx_limit
 
 
 def timeline(wire, nic: Nic, port: int, last: int = 12) -> str:
@@ -567,14 +567,14 @@ def test_handoff_lossy():
     assert c["dup_segments"] + c["partial_dup_segments"] + c["unacceptable"] > 0, dict(c)
 
 
-def closes(rig: Rig = MODEL, *, sizes=(300_000, 200_000), warm=50_000, sndbuf=64 << 10) -> Nic:
+def closes(rig: Rig = MODEL, *, sizes=(300_000, 200_000), warm=50_000) -> Nic:
     """While offloaded: B writes its last bytes and shuts down; the engine reports the
     FIN after the data, the host reads it all, finishes writing and closes (CLOSE_WAIT ->
     LAST_ACK -> CLOSED), B reads everything and EOF and sits in TIME_WAIT. A second
     connection: the host closes first, B reads EOF and closes, the engine passes
     TIME_WAIT and reports 'closed'. Returns the Nic (closed) for its counters. (The
-    writers stop for the handoff once `warm` bytes went each way; small send buffers
-    keep the rest of the streams for the engine.)"""
+    writers stop at `warm` bytes until the handoff: the rest of the streams is the
+    engine's.)"""
     ab, ba = streams("close", *sizes)
     T = rig.slow
     with two_namespaces() as (na, nb, wire):
@@ -582,14 +582,12 @@ def closes(rig: Rig = MODEL, *, sizes=(300_000, 200_000), warm=50_000, sndbuf=64
         try:
             for port, closer in ((PORT, "remote"), (PORT + 1, "host")):
                 a, b = handshake(na, nb, port=port)
-                for sock in (a, b):
-                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, sndbuf)
                 sa, sb = Stream("A", a, ab, ba), Stream("B", b, ba, ab)
+                warm_up(sa, sb, warm)
                 sa.start(), sb.start()
-                wait_for(lambda: stop_when_warm(sa, sb, warm), 10 * T, "some each way", (sa, sb))
+                wait_for(lambda: warmed(sa, sb), 10 * T, "some each way", (sa, sb))
                 app = hand_off(nic, wire, a, sa)
-                assert app.tx_pos < len(app.tx) and app.rx_pos < len(app.rx), "a stream ended before the handoff"
-                sb.writing = True
+                sa.tx_limit = sb.tx_limit = None
                 if closer == "remote":
                     app.close = "fin"
                     wait_for(lambda: sb.tx_pos == len(sb.tx), 10 * T, "B written", (sb,))
@@ -836,13 +834,12 @@ def test_sequence_numbers_near_wrap():
 test_sequence_numbers_near_wrap.__doc__ = near_wrap.__doc__
 
 
-def many_connections(n: int, rig: Rig = MODEL, *, sizes=(400_000, 300_000), warm=50_000, far=150_000,
-                     sndbuf=64 << 10) -> Nic:
+def many_connections(n: int, rig: Rig = MODEL, *, sizes=(400_000, 300_000), warm=50_000, far=150_000) -> Nic:
     """n connections handed to the engine at once while streaming both ways with 1% loss
     and 2% reordering; half are restored to Linux and finish there, half finish in the
-    engine with the host closing after the remote: every stream exact. (Each writer
-    stops once its direction has moved `warm` bytes, and small send buffers keep what is
-    then in flight short: every stream is still under way at the handoff.)"""
+    engine with the host closing after the remote: every stream exact. (Both writers
+    stop at `warm` bytes until all are handed off: most of every stream goes through the
+    engine.)"""
     T = rig.slow
     with two_namespaces() as (na, nb, wire):
         nic = rig.nic(wire, drop=0.01, reorder=0.02, seed=rng_for("dozen").getrandbits(32))
@@ -851,20 +848,17 @@ def many_connections(n: int, rig: Rig = MODEL, *, sizes=(400_000, 300_000), warm
             for i in range(n):
                 ab, ba = streams(f"dozen{i}", *sizes)
                 a, b = handshake(na, nb, port=PORT + i, a_port=PORT + 1000 + i)
-                for sock in (a, b):
-                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, sndbuf)
                 pairs.append((a, b, Stream(f"A{i}", a, ab, ba), Stream(f"B{i}", b, ba, ab)))
             for _, _, sa, sb in pairs:
+                warm_up(sa, sb, warm)
                 sa.start(), sb.start()
 
-            wait_for(lambda: all([stop_when_warm(sa, sb, warm) for _, _, sa, sb in pairs]), 20 * T,
-                     "some on every connection", tuple(s for p in pairs for s in p[2:]))
+            wait_for(lambda: all(warmed(sa, sb) for _, _, sa, sb in pairs), 20 * T, "some on every connection",
+                     tuple(s for p in pairs for s in p[2:]))
             apps = [hand_off(nic, wire, a, sa) for a, b, sa, sb in pairs]
             assert len(nic.apps) == n
-            start = [app.rx_pos for app in apps]
-            assert all(rx < len(app.rx) for app, rx in zip(apps, start)), "a stream ended before its handoff"
             for _, _, sa, sb in pairs:
-                sa.writing = sb.writing = True
+                sa.tx_limit = sb.tx_limit = None
             wait_app(nic, lambda: all(app.rx_pos > far for app in apps), 30 * T, "offloaded data", apps)
             for i, (app, (a, b, sa, sb)) in enumerate(zip(apps, pairs)):
                 if i % 2 == 0:
