@@ -34,7 +34,7 @@ from cocotbext.axi import AxiBus, AxiRam, AxiStreamBus, AxiStreamSink, AxiStream
 from . import conntable_model as ctm
 from . import toe_hw
 from .linuxnet import mac_bytes
-from .toe_model import ConnKey, EngineParams, Handoff, Memory, Restored, St, Tcb, handoff_tcb, rto_of
+from .toe_model import ConnKey, EngineParams, Handoff, Memory, Outbox, Restored, St, Tcb, handoff_tcb, rto_of
 
 # EngineOp / EngineStatus (TcpEngine.scala)
 OP_INSTALL, OP_RESTORE, OP_SEND, OP_READ, OP_CLOSE, OP_STATUS = range(6)
@@ -62,11 +62,12 @@ class HwMemory(Memory):
         self.ram.write(addr, data)
 
 
-class HwEngine:
+class HwEngine(Outbox):
     """toe_model.Engine's interface on the simulated TcpOffload. Create it and `await
     start()` in the cocotb test, then run the blocking harness with `cocotb.task.bridge`."""
 
     def __init__(self, dut, params: EngineParams, mem_size: int = 64 << 20, free_run: bool = False):
+        super().__init__()
         self.dut = dut
         self.p = params
         self.free_run = free_run                # the clock runs on its own: calls neither advance nor wait for it
@@ -79,9 +80,6 @@ class HwEngine:
         self.host_sink = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis_host"), dut.clock, dut.reset)
         for x in (self.src, self.wire_sink, self.host_sink, self.ram.write_if, self.ram.read_if):
             x.log.setLevel(logging.WARNING)
-        self.to_wire: list[bytes] = []
-        self.to_host: list[bytes] = []
-        self.notifications: list[tuple] = []
         self.counters: Counter[str] = Counter()
         self.tcbs: dict[int, Tcb] = {}          # (the model's; the hardware's are read by status())
         self.final: dict[int, Tcb] = {}
@@ -308,18 +306,6 @@ class HwEngine:
         """The hardware's timers run on their own: poll each millisecond while a
         connection is installed."""
         return self._hw_now() + self._offset + 1000 if self._live else None
-
-    def take_wire(self) -> list[bytes]:
-        out, self.to_wire = self.to_wire, []
-        return out
-
-    def take_host(self) -> list[bytes]:
-        out, self.to_host = self.to_host, []
-        return out
-
-    def take_notifications(self) -> list[tuple]:
-        out, self.notifications = self.notifications, []
-        return out
 
 
 def _addr(key: ConnKey, hs: Handoff) -> dict:

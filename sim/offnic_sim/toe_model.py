@@ -678,17 +678,37 @@ def _tick_le(a: int, b: int) -> bool:
     return seq_le(a, b)
 
 
-class Engine:
+class Outbox:
+    """What an engine has sent and not yet handed out: frames to the wire, frames passed
+    to the host, notifications (the model's and the hardware's, toe_hwengine.HwEngine)."""
+
+    def __init__(self):
+        self.to_wire: list[bytes] = []
+        self.to_host: list[bytes] = []
+        self.notifications: list[tuple] = []
+
+    def take_wire(self) -> list[bytes]:
+        out, self.to_wire = self.to_wire, []
+        return out
+
+    def take_host(self) -> list[bytes]:
+        out, self.to_host = self.to_host, []
+        return out
+
+    def take_notifications(self) -> list[tuple]:
+        out, self.notifications = self.notifications, []
+        return out
+
+
+class Engine(Outbox):
     """The engine: connection table, TCBs, timer wheel, RX decisions and TX."""
 
     def __init__(self, memory: Memory, params: EngineParams | None = None):
+        super().__init__()
         p = self.p = params or EngineParams()
         if p.wheel_slots & (p.wheel_slots - 1):
             raise ValueError("wheel_slots must be a power of two")
         self.mem = memory
-        self.to_wire: list[bytes] = []
-        self.to_host: list[bytes] = []
-        self.notifications: list[tuple] = []
         self.counters: Counter[str] = Counter()
         self.trace: list[Decision] = []
         self.tcbs: dict[int, Tcb] = {}
@@ -716,18 +736,6 @@ class Engine:
 
     def conn_of(self, key: ConnKey) -> int | None:
         return self._table.get(key.packed())
-
-    def take_wire(self) -> list[bytes]:
-        out, self.to_wire = self.to_wire, []
-        return out
-
-    def take_host(self) -> list[bytes]:
-        out, self.to_host = self.to_host, []
-        return out
-
-    def take_notifications(self) -> list[tuple]:
-        out, self.notifications = self.notifications, []
-        return out
 
     def next_deadline_us(self) -> int | None:
         """When poll() next has a wheel slot to visit with a connection in it (a test
@@ -893,6 +901,10 @@ class Engine:
         t.fin_queued = 1
         self._finish(conn, t, old)
         self._trace_end(mark, conn, t, "close")
+
+    def settle(self) -> None:
+        """Every call is decided at once: nothing is ever still under way (the hardware's
+        SharedHwEngine waits here for the frames it holds)."""
 
     def poll(self, now_us: int) -> None:
         """Advance the timer wheel to now_us."""

@@ -306,11 +306,9 @@ class Nic:
         held first; a hardware engine then finishes the frames it already has.)"""
         with self.lock:
             self._held = True
-        settle = getattr(self.eng, "settle", None)
-        if settle is not None:                # frames the hardware has not handled yet go first
-            settle()
-            with self.lock:
-                self._drain()
+        self.eng.settle()                     # frames a hardware engine has not handled yet go first
+        with self.lock:
+            self._drain()
 
     def flush(self) -> None:
         with self.lock:
@@ -370,9 +368,7 @@ class Nic:
             self._drain()
             n = len(self.sent_to_b)
             self.eng.segment_in(make(self.eng.tcb(conn)), now)
-            settle = getattr(self.eng, "settle", None)
-            if settle is not None:           # the hardware's answer takes its time
-                settle()
+            self.eng.settle()                # the hardware's answer takes its time
             self._drain()
             return [f for _, f in self.sent_to_b[n:]]
 
@@ -647,9 +643,7 @@ def quiesce(nic: Nic, app: HostApp, T: float) -> None:
     time.sleep(0.1)                           # B's delayed ACKs
     until = nic.eng.now_us + 3 * nic.eng.p.delack_us    # and the engine's (its own time)
     wait_app(nic, lambda: nic.eng.now_us >= until, 10 * T, "the engine's delayed ACK", (app,))
-    settle = getattr(nic.eng, "settle", None)
-    if settle is not None:
-        settle()
+    nic.eng.settle()
 
 
 def hostile_then_rst(rig: Rig = MODEL) -> Nic:
