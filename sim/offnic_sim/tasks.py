@@ -409,6 +409,11 @@ def cmd_bench_cache(args: list[str]) -> int:
     return cache_report.main(args, simulate=simulate, rel=_rel)
 
 
+def cmd_results(args: list[str]) -> int:
+    from offnic_sim import results_status
+    return results_status.main(args, rel=_rel)
+
+
 def _rel(p: Path) -> str:
     try:
         return str(p.relative_to(ROOT))
@@ -424,6 +429,7 @@ COMMANDS = {
     "regmap": cmd_regmap,
     "demo": cmd_demo,
     "bench": cmd_bench,
+    "results": cmd_results,
 }
 
 
