@@ -1,23 +1,47 @@
 """The cycle-accurate part of `./offnic bench frag` (cocotb side; frag_report.py runs it
-on the whole NIC as tasks.py runs workload.py): the TX fragmentation offload's goodput.
+on the whole NIC as tasks.py runs workload.py): the fragmentation offload's goodput.
 
 One NicTB (PCIe Gen3 x8 host with 1 us read latency, 25G XGMII ports, driver model in
-interrupt mode), TX queue 0 on port 0. Per case (link MTU, UDP payload size, checksum
-offload on or off): the driver keeps the ring fed with the same datagram (an Ethernet
-frame of up to 65,549 bytes, in descriptors of at most 16,000 bytes; at most 4 datagrams
-in flight: the 192 KiB TX RAM holds two of 64 KB), the NIC cuts each into fragments. In a
-window after a settle time: fragments on the wire and their bytes (with FCS), so Gb/s on
-the wire, % of 25G counting 20 B of preamble and gap per frame, and goodput = the UDP
-payload the window's fragments carry (their IP payload less each datagram's UDP header)
-over the window. Every fragment is compared with `ipfrag.fragment()` of the datagram.
+interrupt mode). Every case sends a warm-up of datagrams that is not counted, then the
+measured datagrams (as many as `measure_us` of line-rate wire time needs), and checks
+every byte: a case fails if anything is missing, differs or arrives twice.
 
-RX cases (the Reassembler, docs/frag.md): port 0 receives 64 KB datagrams cut by
-`ipfrag.fragment()` back to back at 25G (each datagram a new identification), RX queue 0
-(1,024 buffers of 9,216 B, interrupt moderation 8 completions / 5 us), 64 reassembly
-buffers. With the offload the driver gets one completion per datagram; without, every
-fragment and the host stack (`ipfrag.Reassembler`, Linux's rules) reassembles. In the
-window: UDP payload of the datagrams delivered (Gb/s), completions and interrupts per MB
-delivered. `flood`: one never-completed fragment (a new key each) after every N good frames:
+The measured window of each case (what makes a figure honest, so it can never show more
+than the line carries):
+- TX (the Fragmenter): from the first byte of the first measured datagram's first
+  fragment on the wire (start of its preamble at the port's XGMII) to the last byte of
+  the measured datagrams' last fragment; the link partner is where they are delivered.
+  Only datagrams whose every fragment left byte-exact (equal to `ipfrag.fragment()`) are
+  counted. The wire occupancy in that window is each fragment with FCS and preamble and
+  the gaps between them; "% of line" is that over the window's 25G capacity.
+- RX (the Reassembler, or the host stack): from the first byte of the first measured
+  datagram on the port's wire to the driver taking the completion of the last measured
+  datagram; only datagrams the driver got byte-exact are counted. The window therefore
+  holds every measured byte's wire time plus the last datagram's latency through the NIC
+  and interrupt moderation once (`tail_us`), so goodput sits below the line by about
+  tail / window and can never exceed it. "% of line" is of the most UDP payload a 25G link
+  carries in these fragments (their headers, FCS, preamble and gap deducted).
+A case whose figure exceeds the line (beyond the resolution of its window's ends: one
+XGMII word each, and the 3 bytes a deficit idle count may borrow) fails the bench.
+
+TX cases: TX queue 0 on port 0; per case (link MTU, UDP payload size, checksum offload
+on or off) the driver keeps the ring fed with the same datagram (an Ethernet frame of up
+to 65,549 bytes, in descriptors of at most 16,000 bytes; at most 4 datagrams in flight:
+the 192 KiB TX RAM holds two of 64 KB), the NIC cuts each into fragments.
+
+RX cases: port 0 receives datagrams cut by `ipfrag.fragment()` back to back at 25G (each
+datagram a new identification), RX queue 0 (1,024 buffers of 9,216 B, interrupt
+moderation 8 completions / 5 us), 64 reassembly buffers. With the offload the driver gets
+one completion per datagram; without, every fragment, and the host stack
+(`ipfrag.Reassembler`, Linux's rules) reassembles. Completions and interrupts per MB are
+counted over the whole case, warm-up included. What the host path's figure models: the
+NIC, PCIe and driver work of taking every fragment (one DMA write, completion and RX
+buffer each, under the same moderation); what it does not: the host CPU's cost of
+software reassembly (Linux's ip_defrag, per-fragment skb handling, copying the datagram
+together) - the host stack here is a Python model that costs no simulated time, so the
+host path's goodput is what the NIC and PCIe deliver to a host that keeps up, an upper
+bound for a real one; completions and interrupts per MB stand for that cost.
+`flood`: one never-completed fragment (a new key each) after every N good frames:
 contexts run out and good datagrams continue through the host path; every one must
 still arrive. Latency: one datagram at a time, from its last fragment leaving the
 simulated link (XgmiiSource idle) to the driver taking the completion (moderation off).
@@ -32,6 +56,7 @@ import time
 import cocotb
 from cocotb.simtime import get_sim_time
 from cocotb.triggers import Timer
+from cocotbext.eth import XgmiiFrame
 
 from offnic_sim import ipfrag
 from offnic_sim.harness import bench_config
@@ -40,10 +65,32 @@ from offnic_sim.workload import LINE_GBPS, WIRE_OVERHEAD
 
 ETH = bytes.fromhex("020000000002" "020000000001" "0800")
 SEG = 16000
+PREAMBLE, IFG = 8, 12  # bytes: preamble + SFD before each frame, the gap after it (WIRE_OVERHEAD = 20)
+# What a window's ends can be off by, in wire bytes: one 8-byte XGMII word at each end
+# (frame times are taken per lane, starts align to lane 0 or 4), and the up to 3 bytes
+# of gap a deficit idle count lets a start borrow from the average.
+RESOLUTION_BYTES = 8 + 8 + 3
 
 
 def now_ns() -> float:
     return get_sim_time("ns")
+
+
+def wire_ns(frames: list[bytes]) -> float:
+    """Line-rate wire time of these frames (without FCS) on a 25G link: padding, FCS,
+    preamble and the average gap each."""
+    return sum((max(len(f), 60) + 4 + WIRE_OVERHEAD) * 8 / LINE_GBPS for f in frames)
+
+
+def count_for(us: float, per_datagram_ns: float, least: int) -> int:
+    """How many datagrams fill `us` of wire time (at least `least`)."""
+    return max(least, -(-int(us * 1000) // max(1, int(per_datagram_ns))))
+
+
+def check_line(what: str, pct: float, window_bytes: float) -> None:
+    """A figure above the line is a measuring error, not a result: fail the bench."""
+    limit = 100.0 * (1 + RESOLUTION_BYTES / window_bytes)
+    assert pct <= limit, f"{what}: {pct:.4f}% of line rate, above the {limit:.4f}% the window can show"
 
 
 def segment_points(n: int, seg: int = SEG) -> list[int] | None:
@@ -68,7 +115,7 @@ class FragBench:
         self.tb = NicTB(dut, host_latency_ns=cfg.get("host_latency_ns", 1000.0))
         self.drv = self.tb.drv
         self.rng = random.Random(cfg.get("seed", 0))
-        self.wire: list[tuple[int, float]] = []   # (bytes with FCS, end time ns)
+        self.wire: list[tuple[int, float, float, bool]] = []  # (bytes with FCS, start ns, end ns, as expected)
         self.expect: list[bytes] = []
         self.bad = 0
         self.wall0 = time.monotonic()
@@ -92,58 +139,63 @@ class FragBench:
         while True:
             f = await sink.recv()
             data = bytes(f.get_payload(strip_fcs=False))
+            good = False
             if self.expect:
                 want = self.expect.pop(0)
-                if data[:len(want)] != want:
-                    self.bad += 1
-            self.wire.append((len(data), f.sim_time_end / 1000.0))
+                good = data[:len(want)] == want and f.check_fcs()
+                self.bad += not good
+            self.wire.append((len(data), f.sim_time_start / 1000.0, f.sim_time_end / 1000.0, good))
 
-    async def case(self, mtu: int, payload: int, csum: bool, window_us: float, settle_us: float) -> dict:
+    async def case(self, mtu: int, payload: int, csum: bool, measure_us: float, warmup_us: float) -> dict:
         drv = self.drv
         await drv.block("tx_engine").write("mtu", mtu | mtu << 16)
         frame, full = datagram(self.rng, payload, csum)
         frags = ipfrag.fragment(full, mtu)
         order = frags[1:] + frags[:1] if csum and len(frags) > 1 else frags
         out = [ETH + f for f in order]
+        per = len(out)
+        one_ns = wire_ns(out)
+        warm, n = count_for(warmup_us, one_ns, 2), count_for(measure_us, one_ns, self.cfg.get("min_datagrams", 10))
         points = segment_points(len(frame))
         c0 = await drv.counters("tx_engine")
         self.wire = []
-        t0 = now_ns()
-        w0, w1 = t0 + settle_us * 1000, t0 + (settle_us + window_us) * 1000
         toks = []
-        sent = 0
-        while now_ns() < w1:
+        for _ in range(warm + n):
             while len([t for t in toks if t.cpl is None]) >= 4:
                 await Timer(200, "ns")
             self.expect += out
             toks.append(await drv.send(0, frame, segments=points, csum=(34, 40) if csum else None))
-            sent += 1
         while any(t.cpl is None for t in toks):
             await Timer(1, "us")
-        n = -1
-        while n != len(self.wire):
-            n = len(self.wire)
+        m = -1
+        while m != len(self.wire):
+            m = len(self.wire)
             await Timer(3, "us")
         c1 = await drv.counters("tx_engine")
         assert not self.bad and not self.expect, f"MTU {mtu} {payload} B: {self.bad} fragments differ, {len(self.expect)} missing"
         assert all(t.cpl.status == 0 for t in toks)
-        win = [(b, t) for b, t in self.wire if w0 < t <= w1]
-        nf = len(win) - 1
-        ns = win[-1][1] - win[0][1]
-        wire_b = sum(b for b, _ in win[1:])
-        per = len(out)
-        datagrams = nf / per
-        return {"case": f"tx_mtu{mtu}_{payload + 28}B{'_csum' if csum else ''}", "direction": "tx", "mtu": mtu,
+        assert len(self.wire) == (warm + n) * per, f"{len(self.wire)} frames on the wire, {(warm + n) * per} expected"
+        # the measured datagrams' fragments: all there and byte-exact (asserted above)
+        win = self.wire[warm * per:]
+        ok = sum(all(g for *_, g in win[k * per:(k + 1) * per]) for k in range(n))
+        ns = win[-1][2] - win[0][1]
+        fcs_b = sum(b for b, *_ in win)                       # frames with FCS
+        occupied = fcs_b + PREAMBLE * len(win) + IFG * (len(win) - 1)  # the wire between the window's ends
+        gbps = ok * payload * 8 / ns
+        pct = 100 * occupied * 8 / ns / LINE_GBPS
+        name = f"tx_mtu{mtu}_{payload + 28}B{'_csum' if csum else ''}"
+        check_line(name, pct, occupied)
+        check_line(name + " goodput", 100 * gbps / (payload * 8 / one_ns), occupied)
+        return {"case": name, "direction": "tx", "mtu": mtu,
                 "datagram_size": payload + 28, "udp_payload": payload, "csum_offload": csum,
-                "fragments_per_datagram": per, "frames": nf, "window_us": window_us,
-                # UDP payload: each frame's IP payload (frame - 14 - 20 - FCS) less the
-                # UDP header of each datagram's first fragment
-                "gbps": round((sum(b - 38 for b, _ in win[1:]) - 8 * datagrams) * 8 / ns, 3),
-                "wire_gbps": round(wire_b * 8 / ns, 3),
-                "line_rate_pct": round(100 * (wire_b + WIRE_OVERHEAD * nf) * 8 / ns / LINE_GBPS, 2),
-                "datagrams_per_s": round(datagrams / ns * 1e9),
+                "fragments_per_datagram": per, "warmup_datagrams": warm, "datagrams": n, "datagrams_ok": ok,
+                "frames": len(win), "window_us": round(ns / 1000, 2),
+                "gbps": round(gbps, 3),                    # UDP payload of the measured datagrams
+                "wire_gbps": round(fcs_b * 8 / ns, 3),     # frames with FCS
+                "line_rate_pct": round(pct, 2),            # frames + preamble + gaps, of 25G
+                "datagrams_per_s": round(ok / ns * 1e9),
                 "frag_datagrams": c1["frag_datagrams"] - c0["frag_datagrams"],
-                "frag_fragments": c1["frag_fragments"] - c0["frag_fragments"], "datagrams_sent": sent}
+                "frag_fragments": c1["frag_fragments"] - c0["frag_fragments"], "datagrams_sent": warm + n}
 
     # ------------------------------------------------------------------ RX: reassembly
     async def rx_setup(self) -> None:
@@ -181,7 +233,7 @@ class FragBench:
             quiet = 0.0 if new else quiet + 1.0
         return pkts
 
-    async def rx_case(self, mtu: int, payload: int, offload: bool, window_us: float, settle_us: float,
+    async def rx_case(self, mtu: int, payload: int, offload: bool, measure_us: float, warmup_us: float,
                       flood: int = 0) -> dict:
         drv = self.drv
         await drv.block("reasm").write("control", int(offload))
@@ -190,12 +242,16 @@ class FragBench:
         port = self.tb.ports[0]
         one = self.rx_datagrams(mtu, payload, 1)[0][1]
         per = len(one)
-        wire_ns = sum((max(len(f), 60) + 4 + WIRE_OVERHEAD) * 8 / LINE_GBPS for f in one)  # one datagram on the wire
-        n = int((settle_us + window_us) * 1000 / wire_ns) + 2
-        dgrams = self.rx_datagrams(mtu, payload, n)
+        one_ns = wire_ns(one)  # one datagram on the wire at line rate
+        warm, n = count_for(warmup_us, one_ns, 2), count_for(measure_us, one_ns, self.cfg.get("min_datagrams", 10))
+        dgrams = self.rx_datagrams(mtu, payload, warm + n)
         frames, flooded = [], 0
-        for d, fs in dgrams:
+        first_measured = last_measured = None  # their indices in `frames`
+        for k, (d, fs) in enumerate(dgrams):
             for f in fs:
+                if k == warm and first_measured is None:
+                    first_measured = len(frames)
+                last_measured = len(frames)
                 frames.append(f)
                 if flood and len(frames) % (flood + 1) == flood:
                     # a first fragment of a datagram that never completes, a new key each
@@ -204,12 +260,18 @@ class FragBench:
                                            self.rng.randrange(65536), frag_off=ipfrag.IP_MF)
                     frames.append(ETH + h + self.rng.randbytes(64))
                     flooded += 1
-        c0, irq0, st0 = await drv.counters("reasm"), sum(drv.irqs.values()), dict(drv.stats)
+        c0, irq0 = await drv.counters("reasm"), sum(drv.irqs.values())
         got: list = []
+        on_wire: dict[str, float] = {}
 
         async def feed():
-            for f in frames:
-                await port.send(f)
+            for i, f in enumerate(frames):
+                xf = XgmiiFrame.from_payload(f, min_len=60)
+                if i == first_measured:  # the window opens at its first byte on the wire
+                    xf.tx_complete = lambda fr: on_wire.__setitem__("first_start", fr.sim_time_start / 1000.0)
+                elif i == last_measured:
+                    xf.tx_complete = lambda fr: on_wire.__setitem__("last_end", fr.sim_time_end / 1000.0)
+                await port.source.send(xf)
         feeder = cocotb.start_soon(feed())
         pkts = 0
         while not feeder.done() or not port.source.idle():
@@ -222,10 +284,10 @@ class FragBench:
         await port.source.wait()
         pkts += await self._rx_drain(got)
         c1, irq1 = await drv.counters("reasm"), sum(drv.irqs.values())
-        sent = {d: None for d, _ in dgrams}
+        sent = {d: k for k, (d, _) in enumerate(dgrams)}
         ok = [d for d, _ in got if d in sent]
         missing = len(sent) - len(set(ok))
-        if missing or len(ok) != len(sent):
+        if missing or len(ok) != len(sent) or len(got) != len(ok):
             ids = {d[4:6]: d for d in sent}
             for d, _ in got:
                 if d not in sent:
@@ -236,25 +298,29 @@ class FragBench:
                           f"want {w[diff:diff+16].hex() if diff is not None else ''}", flush=True)
             ports = await drv.port_counters(0)
             raise AssertionError(f"RX MTU {mtu} offload {offload}: {missing} of {len(sent)} datagrams missing, "
-                                 f"{len(ok) - len(set(ok))} twice; reasm {c1}; rx_engine {await drv.counters('rx_engine')}; "
+                                 f"{len(ok) - len(set(ok))} twice, {len(got) - len(ok)} not sent; reasm {c1}; "
+                                 f"rx_engine {await drv.counters('rx_engine')}; "
                                  f"port 0 drops {ports['rx_fifo_drops']}, oversize {ports['rx_oversize']}")
-        # Goodput from the delivery rate: the least-squares slope of delivery time over
-        # datagram number (blind to the fixed latency in front, and averaging out the
-        # batching of completions by interrupt moderation).
-        times = sorted(t for _, t in got)
-        span = times[-1] - times[0]
-        k = len(times)
-        mi, mt = (k - 1) / 2, sum(times) / k
-        slope = sum((i - mi) * (t - mt) for i, t in enumerate(times)) / max(1e-9, sum((i - mi) ** 2 for i in range(k)))
-        gbps = payload * 8 / slope if k > 1 and slope > 0 else 0.0
+        # The window: the first measured byte on the wire to the driver taking the last
+        # measured datagram (delivered byte-exact: `sent` holds exactly what was sent).
+        measured = [t for d, t in got if sent[d] >= warm]
+        t0, t_end = on_wire["first_start"], max(measured)
+        ns = t_end - t0
+        gbps = len(measured) * payload * 8 / ns
+        pct = 100 * gbps / (payload * 8 / one_ns)
+        name = f"rx_mtu{mtu}_{payload + 28}B_{'offload' if offload else 'host'}{'_flood' if flood else ''}"
+        check_line(name, pct, ns * LINE_GBPS / 8)
         mb = sum(len(d) - 28 for d, _ in got) / 1e6
-        return {"case": f"rx_mtu{mtu}_{payload + 28}B_{'offload' if offload else 'host'}{'_flood' if flood else ''}",
-                "direction": "rx", "mtu": mtu, "datagram_size": payload + 28, "udp_payload": payload,
+        return {"case": name, "direction": "rx", "mtu": mtu, "datagram_size": payload + 28, "udp_payload": payload,
                 "offload": offload, "fragments_per_datagram": per, "flood_fragments": flooded,
-                "window_us": round(span / 1000, 1), "datagrams": len(sent),
+                "warmup_datagrams": warm, "datagrams": len(measured),
+                "window_us": round(ns / 1000, 2),
+                # from the measured datagrams' last byte on the wire to the driver taking the last
+                "tail_us": round((t_end - on_wire["last_end"]) / 1000, 2),
                 "gbps": round(gbps, 3),
                 # of the most UDP payload a 25G link carries in these fragments
-                "line_rate_pct": round(100 * gbps / (payload * 8 / wire_ns), 2),
+                "line_rate_pct": round(pct, 2),
+                # over the whole case, warm-up included
                 f"completions_per_mb_{'offload' if offload else 'host'}": round(pkts / mb, 2),
                 "interrupts_per_mb": round((irq1 - irq0) / mb, 2),
                 "reassembled_by_nic": c1["reassembled"] - c0["reassembled"],
@@ -291,12 +357,12 @@ class FragBench:
                 if c.get("latency"):
                     rx.append(await self.rx_latency(c["mtu"], c["payload"]))
                 else:
-                    rx.append(await self.rx_case(c["mtu"], c["payload"], c["offload"], c.get("window_us", 60.0),
-                                                 c.get("settle_us", 10.0), c.get("flood", 0)))
+                    rx.append(await self.rx_case(c["mtu"], c["payload"], c["offload"], c.get("measure_us", 200.0),
+                                                 c.get("warmup_us", 40.0), c.get("flood", 0)))
         for c in self.cfg.get("cases", []):
             self.progress(phase=f"MTU {c['mtu']} {c['payload']} B csum {c['csum']}")
-            out.append(await self.case(c["mtu"], c["payload"], c["csum"], c.get("window_us", 60.0),
-                                       c.get("settle_us", 10.0)))
+            out.append(await self.case(c["mtu"], c["payload"], c["csum"], c.get("measure_us", 200.0),
+                                       c.get("warmup_us", 40.0)))
         return {"tx": out, "rx": rx, "seed": self.cfg.get("seed", 0), "sim_ns": now_ns(),
                 "wall_s": round(time.monotonic() - self.wall0, 1), "driver_errors": list(self.drv.errors)}
 
