@@ -143,58 +143,60 @@ def drops_of(counters: dict) -> dict:
     return out
 
 
-def analyze_case(c: dict) -> dict:
-    """Everything report and bench need from one raw case."""
-    w0, w1 = c["w0_ns"], c["w1_ns"]
-    T = w1 - w0
-    streams = {}
-    payload = {}     # stream -> Ethernet bytes moved over PCIe during the whole case (no FCS)
-    for p, d in c.get("tx", {}).items():
-        sent = {t: tdb for t, _, tdb in d["sent"]}
-        wire = d["wire"]
-        r = rate(((s, te) for _, s, te in wire), w0, w1)
-        lat = [te - sent[t] for t, _, te in wire if w0 <= te <= w1 and t in sent]
-        r["latency_ns"] = lat_summary(lat)
-        r["frames_case"] = len(wire)
-        r["lost"] = len(sent) - len(wire)
-        streams[f"tx{p}"] = r
-        payload[f"tx{p}"] = sum(s - 4 for _, s, _ in wire)
-    for p, d in c.get("rx", {}).items():
-        ok = {t: (ln, tc) for t, ln, tc, st in d["done"] if st == 0}
-        offered = d["offered"]
-        # Delivered: by the times the NIC wrote the completions (its own pace, not helped
-        # by frames its RX RAM soaked up before the window), the k-th completion written
-        # being the k-th the driver took.
-        times = [t for t, k in d["cq_writes"] for _ in range(k)]
-        sizes = [ln + 4 for _, ln, _, st in d["done"]]
-        by_cpl = rate(zip(sizes, times), w0, w1)
-        by_wire = rate(((s, te) for t, s, te in offered if t in ok), w0, w1)
-        # the lower of the two: accepted-by-wire-time is inflated while the RX RAM fills,
-        # completed-by-NIC-time while a backlog drains
-        r = dict(min(by_cpl, by_wire, key=lambda x: x["line_rate_pct"]))
-        cq_time = dict(zip((t for t, _, _, _ in d["done"]), times))
-        r["backlog_bytes_at_window_end"] = sum(s for t, s, te in offered
-                                               if t in ok and te <= w1 and cq_time.get(t, 0) > w1)
-        r["line_rate_pct_by_completion"] = by_cpl["line_rate_pct"]
-        r["line_rate_pct_accepted"] = by_wire["line_rate_pct"]
-        r["cq_records_vs_completions"] = [len(times), len(sizes)]
-        off = rate(((s, te) for _, s, te in offered), w0, w1)
-        r["offered_line_rate_pct"] = off["line_rate_pct"]
-        r["offered_frames"] = off["frames"]
-        win = [(t, te) for t, _, te in offered if w0 <= te <= w1]
-        r["dropped_in_window"] = sum(1 for t, _ in win if t not in ok)
-        r["drop_pct"] = round(100 * r["dropped_in_window"] / len(win), 2) if win else 0.0
-        r["steady_drop_pct"] = round(max(0.0, 100 * (1 - r["line_rate_pct"] / off["line_rate_pct"])), 2) \
-            if off["line_rate_pct"] else 0.0
-        r["latency_ns"] = lat_summary([ok[t][1] - te for t, te in win if t in ok])
-        r["frames_case"] = len(ok)
-        r["dropped_case"] = len(offered) - len(ok)
-        r["not_ok_status"] = sum(1 for _, _, _, st in d["done"] if st != 0)
-        streams[f"rx{p}"] = r
-        payload[f"rx{p}"] = sum(ln for ln, _ in ok.values())
+def tx_stream(d: dict, w0: float, w1: float) -> dict:
+    """A TX stream's figures in the window: rate by wire time, doorbell-to-wire latency,
+    frames on the wire, frames lost."""
+    sent = {t: tdb for t, _, tdb in d["sent"]}
+    wire = d["wire"]
+    r = rate(((s, te) for _, s, te in wire), w0, w1)
+    lat = [te - sent[t] for t, _, te in wire if w0 <= te <= w1 and t in sent]
+    r["latency_ns"] = lat_summary(lat)
+    r["frames_case"] = len(wire)
+    r["lost"] = len(sent) - len(wire)
+    return r
 
-    # PCIe: per stream its own TLPs, the shared ones (events, MSI-X, other registers,
-    # DLLPs) split in proportion to them.
+
+def rx_stream(d: dict, w0: float, w1: float) -> dict:
+    """An RX stream's figures in the window: the lower of the rate by the NIC's completion
+    writes and by wire time of the frames it completed, drops, wire-to-completion latency."""
+    ok = {t: (ln, tc) for t, ln, tc, st in d["done"] if st == 0}
+    offered = d["offered"]
+    # Delivered: by the times the NIC wrote the completions (its own pace, not helped
+    # by frames its RX RAM soaked up before the window), the k-th completion written
+    # being the k-th the driver took.
+    times = [t for t, k in d["cq_writes"] for _ in range(k)]
+    sizes = [ln + 4 for _, ln, _, st in d["done"]]
+    by_cpl = rate(zip(sizes, times), w0, w1)
+    by_wire = rate(((s, te) for t, s, te in offered if t in ok), w0, w1)
+    # the lower of the two: accepted-by-wire-time is inflated while the RX RAM fills,
+    # completed-by-NIC-time while a backlog drains
+    r = dict(min(by_cpl, by_wire, key=lambda x: x["line_rate_pct"]))
+    cq_time = dict(zip((t for t, _, _, _ in d["done"]), times))
+    r["backlog_bytes_at_window_end"] = sum(s for t, s, te in offered
+                                           if t in ok and te <= w1 and cq_time.get(t, 0) > w1)
+    r["line_rate_pct_by_completion"] = by_cpl["line_rate_pct"]
+    r["line_rate_pct_accepted"] = by_wire["line_rate_pct"]
+    r["cq_records_vs_completions"] = [len(times), len(sizes)]
+    off = rate(((s, te) for _, s, te in offered), w0, w1)
+    r["offered_line_rate_pct"] = off["line_rate_pct"]
+    r["offered_frames"] = off["frames"]
+    win = [(t, te) for t, _, te in offered if w0 <= te <= w1]
+    r["dropped_in_window"] = sum(1 for t, _ in win if t not in ok)
+    r["drop_pct"] = round(100 * r["dropped_in_window"] / len(win), 2) if win else 0.0
+    r["steady_drop_pct"] = round(max(0.0, 100 * (1 - r["line_rate_pct"] / off["line_rate_pct"])), 2) \
+        if off["line_rate_pct"] else 0.0
+    r["latency_ns"] = lat_summary([ok[t][1] - te for t, te in win if t in ok])
+    r["frames_case"] = len(ok)
+    r["dropped_case"] = len(offered) - len(ok)
+    r["not_ok_status"] = sum(1 for _, _, _, st in d["done"] if st != 0)
+    r["_payload"] = sum(ln for ln, _ in ok.values())
+    return r
+
+
+def pcie_figures(c: dict, streams: dict, payload: dict) -> dict:
+    """PCIe per stream (its own TLPs, the shared ones: events, MSI-X, other registers,
+    DLLPs, split in proportion to them) and for the case: bytes, link and interface use."""
+    T = c["w1_ns"] - c["w0_ns"]
     pc = c["pcie_case"]
     own = {s: pcie_sum(pc, {s}) for s in streams}
     for s, r in streams.items():  # descriptor fetches: reads of the descriptor ring
@@ -214,7 +216,7 @@ def analyze_case(c: dict) -> dict:
     # Ethernet payload crossing PCIe during the window, per direction
     h2d = sum(r["gbps"] * (1 - 4 / max(1, _avg_size(c))) for s, r in streams.items() if s.startswith("tx"))
     d2h = sum(r["gbps"] * (1 - 4 / max(1, _avg_size(c))) for s, r in streams.items() if s.startswith("rx"))
-    pcie = {
+    return {
         "bytes_up": pcie_sum(pc, ways=("up",)), "bytes_down": pcie_sum(pc, ways=("down",)),
         "payload_bytes": total_payload,
         "bytes_per_payload_byte": round(pcie_sum(pc) / total_payload, 3) if total_payload else None,
@@ -225,6 +227,21 @@ def analyze_case(c: dict) -> dict:
         "tlps": _tlp_kinds(pc),
         "interface_busy_pct": beats,   # beats used / core cycles in the window, per hard-IP interface
     }
+
+
+def analyze_case(c: dict) -> dict:
+    """Everything report and bench need from one raw case."""
+    w0, w1 = c["w0_ns"], c["w1_ns"]
+    streams = {}
+    payload = {}     # stream -> Ethernet bytes moved over PCIe during the whole case (no FCS)
+    for p, d in c.get("tx", {}).items():
+        streams[f"tx{p}"] = tx_stream(d, w0, w1)
+        payload[f"tx{p}"] = sum(s - 4 for _, s, _ in d["wire"])
+    for p, d in c.get("rx", {}).items():
+        r = rx_stream(d, w0, w1)
+        payload[f"rx{p}"] = r.pop("_payload")
+        streams[f"rx{p}"] = r
+    pcie = pcie_figures(c, streams, payload)
     packets = sum(r["frames_case"] for r in streams.values())
     drv = c["driver"]
     return {
