@@ -415,7 +415,7 @@ def cmd_bench_cache(args: list[str]) -> int:
 
 
 def cmd_results(args: list[str]) -> int:
-    from offnic_sim import results_status
+    from offnic_sim.bench import results_status
     return results_status.main(args, rel=_rel)
 
 

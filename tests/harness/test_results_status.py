@@ -4,7 +4,8 @@ says whether anything is stale. The committed results/ are listed whole, but the
 stale does not fail the suite (regenerating them is a bench run, not a test)."""
 import json
 
-from offnic_sim import hw, results_status
+from offnic_sim.bench import results_status
+from offnic_sim.harness import hw
 
 NOW = "ab" * 32
 OLD = "cd" * 32

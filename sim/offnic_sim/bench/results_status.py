@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from offnic_sim import hw
+from offnic_sim.harness import hw
 
 DIGEST_KEY = "hw_sources_sha256"
 SHORTEST_HASH = 16  # hex digits: what tasks.simulate records; shorter would not identify the sources
