@@ -17,6 +17,12 @@ The engine's TSval clock (1 ms of its time) runs slower than Linux's, which RFC 
 allows, and only moves forward. Streams are smaller than the model's and timeouts
 longer (Rig.size, Rig.slow).
 
+The engine's counters are read over its register bus, as a driver reads them, and
+checked against the rig's own counts (test_toe_model_linux.check_engine_registers: table
+inserts and deletes, closes and resets notified, every segment asked for on the wire, no
+refused command, no memory error), where the model's own counters are checked for the
+model.
+
 Needs root (skips otherwise). Seeds: OFFNIC_SEED (printed by the harness).
 """
 from __future__ import annotations
@@ -87,7 +93,10 @@ async def mid_transfer(dut):
     from test_toe_model_linux import run_handoff_cycle
 
     def mid(rig):
-        return run_handoff_cycle("mid", rig.n(4 << 20), rig=rig)
+        c = run_handoff_cycle("mid", rig.n(4 << 20), rig=rig)
+        # every frame from B was good and, once installed, the engine's: none dropped as bad
+        assert c["hw_seg_events"] > 0 and c["hw_steer_bad_dropped"] == 0 and c["hw_seg_stale_drops"] == 0, dict(c)
+        return c
     await carry(dut, mid)
 
 

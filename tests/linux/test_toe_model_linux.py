@@ -509,9 +509,41 @@ def is_model(nic: Nic) -> bool:
     return isinstance(nic.eng, Engine)
 
 
+def engine_registers(nic: Nic) -> dict | None:
+    """The hardware engine's counters, read over its register bus as a driver reads them
+    (RegMap's `toe` block); None for the model (its counters are nic.eng.counters)."""
+    if is_model(nic):
+        return None
+    nic.eng.settle()
+    return nic.eng.registers()
+
+
+ENGINE_ERRORS = ("commands_refused", "store_errors", "tx_drops", "tx_read_errors")
+
+
+def check_engine_registers(nic: Nic, *, installs: int, deletes: int, closed: int, resets: int = 0) -> dict | None:
+    """The hardware's counters after a scenario, against the rig's own counts: `installs`
+    table inserts, `deletes` deletes (restores and closes), `closed` and `resets`
+    notifications, no refused command and no memory error, every segment the engine asked
+    for seen on the wire, every segment steered to it decided. None (no check) for the model."""
+    r = engine_registers(nic)
+    if r is None:
+        return None
+    with nic.lock:
+        nic._drain()
+    got = {k: r[k] for k in ("table_inserts", "table_deletes", "notes_closed", "notes_rst", "connections")}
+    assert got == dict(table_inserts=installs, table_deletes=deletes, notes_closed=closed, notes_rst=resets,
+                       connections=installs - deletes), (got, r)
+    assert not any(r[k] for k in ENGINE_ERRORS), r
+    assert r["tx_segments"] == nic.seen["segs_out"], (r["tx_segments"], dict(nic.seen))
+    assert r["seg_events"] == r["steer_to_engine"] and r["connections_peak"] <= installs, r
+    return r
+
+
 def run_handoff_cycle(name: str, size: int, *, drop=0.0, dup=0.0, reorder=0.0, rig: Rig = MODEL) -> Counter:
     """Both directions streaming; A handed off mid-transfer, carried, restored. Returns
-    the engine's counters (the model's) and the rig's (`seen_*`)."""
+    the engine's counters (the model's, or the hardware's registers as `hw_*`) and the
+    rig's (`seen_*`)."""
     ab, ba = streams(name, size, size)
     T, warm = rig.slow, min(100_000, size // 8)
     with two_namespaces() as (na, nb, wire):
@@ -533,7 +565,9 @@ def run_handoff_cycle(name: str, size: int, *, drop=0.0, dup=0.0, reorder=0.0, r
             no_rst(wire, nic)
             if not (drop or dup or reorder):     # (reordered frames carry older TSvals: PAWS drops them)
                 assert nb.mib()["TcpExt.PAWSEstab"] == 0
-            c = Counter(nic.eng.counters if is_model(nic) else {})
+            r = check_engine_registers(nic, installs=1, deletes=1, closed=0)
+            c = Counter(nic.eng.counters if r is None else {f"hw_{k}": v for k, v in r.items()
+                                                             if k not in ("next", "now_us")})
             c.update({f"seen_{k}": v for k, v in nic.seen.items()})
             print(f"  {name}: engine carried {moved[0]} B out, {moved[1]} B in; impaired {dict(nic.impaired)}; "
                   f"counters {dict(c)}")
@@ -619,7 +653,8 @@ def closes(rig: Rig = MODEL, *, sizes=(300_000, 200_000), warm=50_000) -> Nic:
                     assert app.events["fin"] == 1 and not app.reset and app.done
                 retire(sa)
             no_rst(wire, nic)
-            print(f"  closes: engine {dict(nic.eng.counters)}; seen {dict(nic.seen)}")
+            r = check_engine_registers(nic, installs=2, deletes=2, closed=2)
+            print(f"  closes: engine {dict(nic.eng.counters) if r is None else r}; seen {dict(nic.seen)}")
             return nic
         finally:
             nic.close()
@@ -671,6 +706,7 @@ def hostile_then_rst(rig: Rig = MODEL) -> Nic:
             if not is_model(nic):
                 quiesce(nic, app, T)               # (the model answers at once; the hardware takes its time)
             before = nb.mib()
+            regs0 = engine_registers(nic)
             def forged(flags, seq_off, ack=False):
                 def make(t):
                     free = seq_diff(seq_add(t.read_seq, 1 << t.rcv_log2), t.rcv_nxt)
@@ -688,6 +724,11 @@ def hostile_then_rst(rig: Rig = MODEL) -> Nic:
             c = nic.eng.counters
             if is_model(nic):
                 assert c["rst_out_of_window"] == 2 and c["challenge_acks"] == 2
+            else:   # the hardware's registers: the four reached the decision, stored nothing, two answers left
+                r = engine_registers(nic)
+                moved = {k: (r[k] - regs0[k]) & 0xFFFFFFFF for k in r}
+                assert moved["seg_events"] >= 4 and moved["seg_data_not_stored"] == 0, moved
+                assert moved["tx_segments"] >= 2 and not (moved["notes_rst"] or moved["steer_bad_dropped"]), moved
             assert not app.reset and nic.eng.state_of(app.conn) is St.ESTABLISHED
             assert not (app.done or sb.done)
             sb.writing = app.writing = True
@@ -703,6 +744,7 @@ def hostile_then_rst(rig: Rig = MODEL) -> Nic:
             assert app.reset and app.events["rst"] == 1
             if is_model(nic):
                 assert c["rst_accepted"] == 1
+            check_engine_registers(nic, installs=1, deletes=1, closed=1, resets=1)
             assert nic.eng.conn_of(ConnKey(A_IP, port, B_IP, PORT)) is None
             retire(sa)
             return nic
@@ -777,6 +819,7 @@ def zero_windows(rig: Rig = MODEL, *, sizes=(3 << 20, 2 << 20), warm=100_000, a_
             wait_for(lambda: sa.done and sb.done, 30 * T, "both streams", (sa, sb))
             sa.stop(), sb.stop()
             no_rst(wire, nic)
+            check_engine_registers(nic, installs=1, deletes=1, closed=0)
             print(f"  zero windows: Linux sent {probes_in} window probes and {rto_in} retransmissions; "
                   f"the engine sent {zero_sent} zero windows; engine {dict(c)}; seen {dict(nic.seen)}")
             assert probes_in + rto_in >= 1
@@ -817,6 +860,7 @@ def near_wrap(rig: Rig = MODEL) -> None:
             wait_for(lambda: sa.done and sb.done, 30 * T, "both streams", (sa, sb))
             sa.stop(), sb.stop()
             no_rst(wire, nic)
+            check_engine_registers(nic, installs=1, deletes=1, closed=0)
         finally:
             nic.close()
 
@@ -889,6 +933,10 @@ def many_connections(n: int, rig: Rig = MODEL, *, sizes=(400_000, 300_000), warm
             assert len(nic.sent_end) == n, "a connection the engine sent no data on"
             closed = sum(app.closed for app in apps)
             assert (nic.seen["installs"], nic.seen["restores"], closed) == (n, (n + 1) // 2, n // 2)
+            r = check_engine_registers(nic, installs=n, deletes=n, closed=n // 2)
+            if r is not None:
+                print(f"  the engine's registers: {r['connections_peak']} connections installed at once; "
+                      f"{ {k: v for k, v in r.items() if v and k not in ('next', 'now_us')} }")
             return nic
         finally:
             nic.close()

@@ -357,5 +357,45 @@ CACHE = BlockType(
     },
 )
 
+TOE = BlockType(
+    name='toe', type_id=0x0ff10027, version=0x00010000,
+    window_bytes=0x100, doc='The TCP offload engine (docs/toe.md): connections installed and what happened to segments, commands and payload moves (counters wrap).',
+    regs={
+        'type': Reg('type', 0x00, 'const', 'Block type identifier.', 0xff10027, ()),
+        'version': Reg('version', 0x04, 'const', 'Block layout version (major 31:16, minor 15:0).', 0x10000, ()),
+        'next': Reg('next', 0x08, 'ro', 'Absolute BAR offset of the next block; 0 ends the chain.', None, ()),
+        'connections': Reg('connections', 0x0c, 'ro', 'Connections installed now.', None, ()),
+        'connections_peak': Reg('connections_peak', 0x10, 'ro', 'Most connections installed at once since reset or the last clear_peak.', None, ()),
+        'control': Reg('control', 0x14, 'wstrobe', 'Commands; write 1 bits to act.', None, (Field('clear_peak', 0, 1, 'Restart connections_peak from connections.'), )),
+        'now_us': Reg('now_us', 0x18, 'ro', "The engine's microsecond clock, bits 31:0.", None, ()),
+        'steer_to_host': Reg('steer_to_host', 0x20, 'ro', 'Frames passed to the host output (not a segment of an installed connection).', None, ()),
+        'steer_to_engine': Reg('steer_to_engine', 0x24, 'ro', 'TCP segments of installed connections steered to the engine.', None, ()),
+        'steer_bad_dropped': Reg('steer_bad_dropped', 0x28, 'ro', 'Bad segments (IP/TCP checksum, header) of installed connections: dropped.', None, ()),
+        'steer_relookups': Reg('steer_relookups', 0x2c, 'ro', 'Lookups repeated because the table changed while the frame waited.', None, ()),
+        'table_lookups': Reg('table_lookups', 0x30, 'ro', 'Connection-table lookups.', None, ()),
+        'table_hits': Reg('table_hits', 0x34, 'ro', 'Lookups that found an installed connection.', None, ()),
+        'table_inserts': Reg('table_inserts', 0x38, 'ro', 'Inserts done (installs).', None, ()),
+        'table_insert_exists': Reg('table_insert_exists', 0x3c, 'ro', 'Inserts refused: the 4-tuple is installed already.', None, ()),
+        'table_insert_full': Reg('table_insert_full', 0x40, 'ro', 'Inserts refused: no place within the cuckoo walk.', None, ()),
+        'table_insert_no_id': Reg('table_insert_no_id', 0x44, 'ro', 'Inserts refused: every connection id in use.', None, ()),
+        'table_deletes': Reg('table_deletes', 0x48, 'ro', 'Deletes done (restores, closes).', None, ()),
+        'table_delete_missing': Reg('table_delete_missing', 0x4c, 'ro', 'Deletes of a key not in the table.', None, ()),
+        'table_kicks': Reg('table_kicks', 0x50, 'ro', 'Residents moved by cuckoo walks.', None, ()),
+        'seg_events': Reg('seg_events', 0x54, 'ro', 'Segment events the engine took.', None, ()),
+        'seg_stale_drops': Reg('seg_stale_drops', 0x58, 'ro', 'Segments dropped unseen: their connection had left (restore, close) or its id holds another 4-tuple.', None, ()),
+        'seg_data_not_stored': Reg('seg_data_not_stored', 0x5c, 'ro', 'Segments with payload whose bytes the decision did not store (outside the window, duplicate, PAWS, no 5th out-of-order range).', None, ()),
+        'timer_events': Reg('timer_events', 0x60, 'ro', 'Timer expiries the engine took.', None, ()),
+        'commands': Reg('commands', 0x64, 'ro', 'Host commands taken.', None, ()),
+        'commands_refused': Reg('commands_refused', 0x68, 'ro', 'Host commands answered with a status other than OK (exists, full, no id, not live).', None, ()),
+        'tx_segments': Reg('tx_segments', 0x6c, 'ro', 'Segments handed to the transmit builder.', None, ()),
+        'notes_rst': Reg('notes_rst', 0x70, 'ro', 'Connections reset by the peer (rst notifications).', None, ()),
+        'notes_timeout': Reg('notes_timeout', 0x74, 'ro', 'Connections that gave up retransmitting (timeout notifications).', None, ()),
+        'notes_closed': Reg('notes_closed', 0x78, 'ro', 'Connections that left the engine closed (closed notifications).', None, ()),
+        'store_errors': Reg('store_errors', 0x7c, 'ro', 'Receive-ring stores that failed (memory write error or a frame shorter than its command).', None, ()),
+        'tx_drops': Reg('tx_drops', 0x80, 'ro', 'Segments the transmit builder dropped (longer than its buffer): nothing sent.', None, ()),
+        'tx_read_errors': Reg('tx_read_errors', 0x84, 'ro', 'Segments whose send-ring read failed: sent with a bad TCP checksum (the peer drops it, TCP resends).', None, ()),
+    },
+)
+
 # Every block type by type id, for regblocks.discover().
-BLOCKS = {b.type_id: b for b in (DEVICE_ID, CLOCK, BAR_ACCESS, TX_QUEUES, RX_QUEUES, TX_CQS, RX_CQS, EQS, MSIX, ETH_PORT, DMA, TX_ENGINE, RX_ENGINE, RSS, REASM, CACHE,)}
+BLOCKS = {b.type_id: b for b in (DEVICE_ID, CLOCK, BAR_ACCESS, TX_QUEUES, RX_QUEUES, TX_CQS, RX_CQS, EQS, MSIX, ETH_PORT, DMA, TX_ENGINE, RX_ENGINE, RSS, REASM, CACHE, TOE,)}

@@ -15,11 +15,15 @@ one (toe_report.py runs each on its own design and writes results/bench-toe.json
 - decide: the model's traced decisions (toe_sim.decision_traces) replayed on TcpDecide
   without back-pressure, each checked: cycles per decision by kind;
 - offload: the whole engine (TcpOffload, 4,096 connections): installs and restores per
-  second, receive goodput of back-to-back in-order segments over 1..4,096 connections,
-  cycles from a segment's arrival to its ACK, transmit goodput of one connection;
+  second, receive goodput of back-to-back in-order segments over 1..4,096 connections
+  (rings sized to take all, only the bytes the engine notified counted, every ring
+  checked), cycles from a segment's arrival to its ACK, transmit goodput of one
+  connection (every frame on the wire checked); the engine's counters read over its
+  register bus must show no drop;
 - offload_many: the whole engine carrying hundreds of random connections at once against
-  TcpPeers through a lossy link (toe_many), every stream checked: simulated time, bytes
-  each way, goodput.
+  TcpPeers through a lossy link (toe_many), every stream checked: simulated time (engine
+  microseconds, the workload's time base: 1 clock = 1 us), bytes each way, the rate in
+  that time base (the workload's, not the engine's).
 Results go to the JSON file named in the bench settings (`out`).
 """
 from __future__ import annotations
@@ -336,13 +340,50 @@ def _offload_conn(k: int, *, mss: int, mem, snd_size: int, rcv_size: int, queued
     return key, hs
 
 
-def _peer_segment(key, hs, off: int, n: int, ts: int) -> bytes:
+def _peer_bytes(k: int, n: int) -> bytes:
+    """The first n bytes of connection k's stream from the peer (random, so a byte stored
+    in the wrong place or not at all shows)."""
+    return random.Random(0x5EED0000 + k).randbytes(n)
+
+
+def _peer_segment(key, hs, off: int, payload: bytes, ts: int) -> bytes:
     """The peer's in-order data segment at offset `off` of its stream (ACKing nothing new)."""
     from offnic_sim.net.eth import ETH_P_IP, eth_frame
     from offnic_sim.net.tcppeer import ACK, tcp_options
     pkt = build_packet(key.remote_ip, key.local_ip, key.remote_port, key.local_port, hs.rcv_nxt + off, hs.snd_una,
-                       ACK, 0xFFFF, bytes(n), options=tcp_options(ts=(5000 + ts, hs.ts_val)))
+                       ACK, 0xFFFF, payload, options=tcp_options(ts=(5000 + ts, hs.ts_val)))
     return eth_frame(hs.local_mac, hs.remote_mac, ETH_P_IP, pkt)
+
+
+def _ring_for(nbytes: int, least: int = 1 << 14) -> int:
+    """A receive ring (a power of two) holding twice `nbytes`: the window it advertises
+    takes every byte sent, so nothing is dropped out of window."""
+    size = least
+    while size < 2 * nbytes:
+        size <<= 1
+    return size
+
+
+def _delivered(notes: list[tuple], start: dict[int, int]) -> dict[int, int]:
+    """Bytes each connection's 'rx' notifications say are in its ring (in order, from the
+    rcv_nxt it was installed with)."""
+    from offnic_sim.net.tcppeer import seq_diff
+    got = dict.fromkeys(start, 0)
+    for n in notes:
+        if n[0] == "rx" and n[1] in start:
+            got[n[1]] = max(got[n[1]], seq_diff(n[2], start[n[1]]))
+    return got
+
+
+def _counter_moves(before: dict, after: dict) -> dict:
+    """Counters that moved between two reads of the toe block (modulo 2^32)."""
+    return {k: (after[k] - before[k]) & 0xFFFFFFFF for k in after
+            if k not in ("next", "connections", "connections_peak", "now_us") and after[k] != before[k]}
+
+
+# Counters that must not move in a case that sends only good, in-window, in-order data.
+NO_LOSS = ("steer_bad_dropped", "seg_stale_drops", "seg_data_not_stored", "store_errors", "tx_drops",
+           "tx_read_errors", "commands_refused")
 
 
 @cocotb.test()
@@ -350,7 +391,18 @@ async def offload(dut):
     """TcpOffload: install and restore rates; one connection's receive and transmit
     goodput at MSS 1448 (1460 less timestamps) and 8948; receive goodput with the segments
     spread over 1..4,096 connections; cycles from a segment's first beat in to its ACK's
-    first beat out."""
+    first beat out.
+
+    Every case checks what it moved and counts only that. Receive: each connection's ring
+    holds twice what it is sent (the window takes it all); the goodput counts the bytes the
+    engine's 'rx' notifications report in order, which must be every byte sent, and every
+    ring's bytes are compared with the stream sent. Transmit: every frame on the wire is
+    parsed (IP and TCP checksums verified), its payload compared with the send ring's bytes
+    at its sequence number, and the goodput counts each stream byte once. The engine's
+    counters, read over its register bus as a driver would, must show no drop, no
+    refused command and no store or read error; the connections installed at once come
+    from its `connections` register."""
+    from offnic_sim.net.tcppeer import parse_segment, seq_diff
     from offnic_sim.toe.toe_hwengine import OP_RESTORE, HwEngine
     from offnic_sim.toe.toe_sim import T0, sim_params
     cfg = bench_config()
@@ -367,46 +419,81 @@ async def offload(dut):
             n += 1
         return n
 
+    def no_loss(moved: dict, case: str) -> None:
+        bad = {k: moved[k] for k in NO_LOSS if moved.get(k)}
+        assert not bad, f"{case}: the engine's counters show losses or errors: {bad}"
+
     # ---- installs and restores, back to back (each command waits for the one before)
     conns = []
+    regs0 = await hw.aregisters()
     c0 = cocotb.utils.get_sim_time("ns")
     n_inst = cfg.get("installs", 512)
     for k in range(n_inst):
         key, hs = _offload_conn(k, mss=1448, mem=hw.mem, snd_size=1 << 12, rcv_size=1 << 12)
         conns.append(await hw.ainstall(key, hs, quiet=False))
     c1 = cocotb.utils.get_sim_time("ns")
+    installed = (await hw.aregisters())["connections"]
     for c in conns:
         await hw.command(OP_RESTORE, c, quiet=False)
     c2 = cocotb.utils.get_sim_time("ns")
+    moved = _counter_moves(regs0, await hw.aregisters())
+    assert installed == n_inst, f"{installed} connections installed, not {n_inst}"
+    assert moved.get("table_inserts") == moved.get("table_deletes") == n_inst, moved
+    no_loss(moved, "install")
     out["install"] = {"commands": n_inst, "cycles_per_install": round((c1 - c0) / 4 / n_inst, 1),
-                      "cycles_per_restore": round((c2 - c1) / 4 / n_inst, 1)}
+                      "cycles_per_restore": round((c2 - c1) / 4 / n_inst, 1), "installed_at_once": installed,
+                      "counters": moved}
     hw.mem._next = 0
 
     # ---- receive: in-order segments back to back over n connections
     for mss in (1448, 8948):
         for n_conns in ((1, 16, 256, 4096) if mss == 1448 else (1,)):
             hw.mem._next = 0
-            rcv = 1 << 22 if n_conns == 1 else 1 << 14
+            segs = max(256, 2 * n_conns) if mss == 1448 else 64
+            per_conn = -(-segs // n_conns) * mss
+            rcv = _ring_for(per_conn)
             live = []
             for k in range(n_conns):
                 key, hs = _offload_conn(k, mss=mss, mem=hw.mem, snd_size=1 << 12, rcv_size=rcv)
                 live.append((await hw.ainstall(key, hs, quiet=False), key, hs))
-            segs = max(256, 2 * n_conns) if mss == 1448 else 64
-            frames = [_peer_segment(live[i % n_conns][1], live[i % n_conns][2], (i // n_conns) * mss, mss, i)
-                      for i in range(segs)]
+            streams = [_peer_bytes(k, per_conn) for k in range(n_conns)]
+            sent = [0] * n_conns
+            frames = []
+            for i in range(segs):
+                k, off = i % n_conns, (i // n_conns) * mss
+                frames.append(_peer_segment(live[k][1], live[k][2], off, streams[k][off:off + mss], i))
+                sent[k] = off + mss
+            hw.take_notifications()
+            before = await hw.aregisters()
             t0 = cocotb.utils.get_sim_time("ns")
             for f in frames:
                 await src.send(f)
             await src.wait()
             await hw.settle()
             t1 = cocotb.utils.get_sim_time("ns")
+            after = await hw.aregisters()
+            moved = _counter_moves(before, after)
+            case = f"rx_mss{mss}_{n_conns}conns"
+            # (c) what the engine says it took, and what is in each ring, against what was sent
+            got = _delivered(hw.take_notifications(), {c: hs.rcv_nxt for c, _, hs in live})
+            short = [(k, got[c], sent[k]) for k, (c, _, _) in enumerate(live) if got[c] != sent[k]]
+            assert not short, f"{case}: {len(short)} connections' rx notifications differ from what was sent " \
+                              f"(conn, notified, sent): {short[:5]}"
+            wrong = [k for k, (c, _, hs) in enumerate(live)
+                     if hw.mem.ring_read(hs.rcv_buf, hs.rcv_size, hs.rcv_nxt, sent[k]) != streams[k][:sent[k]]]
+            assert not wrong, f"{case}: {len(wrong)} rings' bytes differ from what was sent: {wrong[:5]}"
+            assert moved.get("steer_to_engine") == segs, moved
+            no_loss(moved, case)
+            delivered = sum(got.values())
             cycles = (t1 - t0) / 4
             wire = (len(frames[0]) + 4 + 20) * 8 * segs     # with FCS, preamble and gap
-            rec = {"connections": n_conns, "mss": mss, "segments": segs, "cycles": cycles,
-                   "gbps": round(segs * mss * 8 / (cycles * 4), 2),
-                   "line_rate_gbps": round(25 * segs * mss * 8 / wire, 2)}
+            rec = {"connections": n_conns, "installed_at_once": after["connections"], "mss": mss, "segments": segs,
+                   "ring_bytes": rcv, "bytes_sent": sum(sent), "bytes_delivered": delivered,
+                   "rings_checked": n_conns, "cycles": cycles,
+                   "gbps": round(delivered * 8 / (cycles * 4), 2),
+                   "line_rate_gbps": round(25 * segs * mss * 8 / wire, 2), "counters": moved}
             rec["line_rate_pct"] = round(100 * rec["gbps"] / rec["line_rate_gbps"], 1)
-            out[f"rx_mss{mss}_{n_conns}conns"] = rec
+            out[case] = rec
             for c, _, _ in live:
                 await hw.command(OP_RESTORE, c, quiet=False)
             hw.take_wire()
@@ -417,18 +504,23 @@ async def offload(dut):
     hw.mem._next = 0
     key, hs = _offload_conn(0, mss=1448, mem=hw.mem, snd_size=1 << 12, rcv_size=1 << 22)
     c = await hw.ainstall(key, hs, quiet=False)
+    stream = _peer_bytes(0, 64 * 1448)
     lat = []
     for i in range(32):
-        await src.send(_peer_segment(key, hs, 2 * i * 1448, 1448, 2 * i))
+        await src.send(_peer_segment(key, hs, 2 * i * 1448, stream[2 * i * 1448:(2 * i + 1) * 1448], 2 * i))
         await src.wait()
         await hw.settle()
         hw.take_wire()
         await FallingEdge(clock)
-        await src.send(_peer_segment(key, hs, (2 * i + 1) * 1448, 1448, 2 * i + 1))
+        await src.send(_peer_segment(key, hs, (2 * i + 1) * 1448, stream[(2 * i + 1) * 1448:(2 * i + 2) * 1448],
+                                     2 * i + 1))
         await cycles_until(lambda: d.s_axis_tvalid.value and d.s_axis_tready.value)
         lat.append(await cycles_until(lambda: d.m_axis_tx_tvalid.value and d.m_axis_tx_tready.value))
         await hw.settle()
-        assert len(hw.take_wire()) == 1, "no ACK for the second full segment"
+        acks = hw.take_wire()
+        assert len(acks) == 1, "no ACK for the second full segment"
+        assert parse_segment(acks[0][14:]).ack == (hs.rcv_nxt + (2 * i + 2) * 1448) & 0xFFFFFFFF, "a wrong ACK"
+    assert hw.mem.ring_read(hs.rcv_buf, hs.rcv_size, hs.rcv_nxt, len(stream)) == stream, "arrival_to_ack: ring bytes"
     out["arrival_to_ack"] = {"samples": len(lat), "cycles_mean": round(sum(lat) / len(lat), 1),
                              "cycles_max": max(lat), "ns_mean": round(4 * sum(lat) / len(lat), 1)}
     await hw.command(OP_RESTORE, c, quiet=False)
@@ -439,19 +531,36 @@ async def offload(dut):
         hw.mem._next = 0
         queued = 1 << 20 if mss == 1448 else 1 << 21
         key, hs = _offload_conn(1, mss=mss, mem=hw.mem, snd_size=1 << 22, rcv_size=1 << 16, queued=queued)
+        data = bytes(random.Random(1).randbytes(queued))       # what _offload_conn queued
         hw.take_wire()
+        before = await hw.aregisters()
         t0 = cocotb.utils.get_sim_time("ns")
         c = await hw.ainstall(key, hs, quiet=False)
         await hw.settle()
         t1 = cocotb.utils.get_sim_time("ns")
+        moved = _counter_moves(before, await hw.aregisters())
         frames = hw.take_wire()
-        sent = sum(len(f) - 66 for f in frames)
+        case = f"tx_mss{mss}"
+        # (c) every frame's checksums and payload against the send ring's bytes
+        covered = bytearray(queued)
+        for f in frames:
+            sg = parse_segment(f[14:])                    # IP and TCP checksums verified
+            off = seq_diff(sg.seq, hs.snd_una)
+            assert 0 <= off and off + len(sg.payload) <= queued, f"{case}: a segment outside the stream at {off}"
+            assert sg.payload == data[off:off + len(sg.payload)], f"{case}: payload differs at offset {off}"
+            assert len(sg.payload) <= mss, f"{case}: a segment of {len(sg.payload)} bytes"
+            covered[off:off + len(sg.payload)] = b"\x01" * len(sg.payload)
+        sent = covered.count(1)
+        assert sent == queued, f"{case}: {sent} of {queued} queued bytes sent"
+        no_loss(moved, case)
         cycles = (t1 - t0) / 4
         wire = (mss + 66 + 4 + 20) * 8
-        rec = {"connections": 1, "mss": mss, "segments": len(frames), "payload_bytes": sent, "cycles": cycles,
-               "gbps": round(sent * 8 / (cycles * 4), 2), "line_rate_gbps": round(25 * mss * 8 / wire, 2)}
+        rec = {"connections": 1, "mss": mss, "segments": len(frames), "bytes_queued": queued, "payload_bytes": sent,
+               "bytes_on_wire_checked": sum(len(f) for f in frames), "cycles": cycles,
+               "gbps": round(sent * 8 / (cycles * 4), 2), "line_rate_gbps": round(25 * mss * 8 / wire, 2),
+               "counters": moved}
         rec["line_rate_pct"] = round(100 * rec["gbps"] / rec["line_rate_gbps"], 1)
-        out[f"tx_mss{mss}"] = rec
+        out[case] = rec
         await hw.command(OP_RESTORE, c, quiet=False)
     _write(out)
 
@@ -461,7 +570,9 @@ async def offload_many(dut):
     """TcpOffload carrying many connections at once against TcpPeers (toe_many's
     workload: random_conn connections handed off at random moments, a lossy link, timers
     scaled for 1 clock = 1 us): every stream exact, every connection closed on both
-    sides; simulated cycles, bytes each way, link retransmissions, wall time."""
+    sides; cycles (= engine microseconds: the workload's time base), bytes each way,
+    link retransmissions, wall time, and the engine's counters and most connections
+    installed at once, read over its register bus."""
     import time
 
     from cocotb.task import bridge
@@ -472,11 +583,16 @@ async def offload_many(dut):
     n = cfg["connections"]
     hw = toe_many.hw_engine(dut, mem_size=max(1 << 24, (n + 1) << 19))
     await hw.start(T0)
+    before = await hw.aregisters()
     t0 = time.monotonic()
     c0 = cocotb.utils.get_sim_time("ns")
     r = await bridge(toe_many.run_many)(hw, cfg["seed"], n, log=dut._log.info)
     cycles = round((cocotb.utils.get_sim_time("ns") - c0) / 4)
-    r.update(toe_many.goodput(r, cycles, CLOCK_MHZ))
+    after = await hw.aregisters()
+    r.update(toe_many.workload_rate(r, cycles))
+    r["peak_installed_register"] = after["connections_peak"]
+    r["counters"] = _counter_moves(before, after)
     r["wall_s"] = round(time.monotonic() - t0, 1)
-    dut._log.info(f"{n} connections: {cycles} cycles, {r['gbps']} Gb/s, {r['wall_s']} s")
+    dut._log.info(f"{n} connections: {cycles} cycles ({r['workload_s']} s of engine time), "
+                  f"{r['workload_gbps']} Gb/s in that time base, {r['wall_s']} s")
     _write(r)

@@ -12,7 +12,9 @@ as the model does. The engine's time runs ahead of the harness's by the cycles a
 takes (tens of us per segment): later calls happen at the hardware's time.
 
 The rings live in the AxiRam on the engine's memory port; `HwMemory` gives the harness
-the model's `Memory` view of it.
+the model's `Memory` view of it. The engine's counters are read as a driver reads them:
+through its register bus (`reg`), by walking the block chain to the `toe` block
+(`registers()`).
 
 `SharedHwEngine` is the same engine for harnesses of several threads in real time (the
 Linux rig): one bridge thread owns the simulation and the hardware's clock runs free.
@@ -33,6 +35,7 @@ from cocotbext.axi import AxiBus, AxiRam, AxiStreamBus, AxiStreamSink, AxiStream
 
 from offnic_sim.toe import conntable_model as ctm
 from offnic_sim.toe import toe_hw
+from offnic_sim.host import regblocks, regs
 from offnic_sim.net.eth import mac_bytes
 from offnic_sim.toe.toe_model import ConnKey, EngineParams, Handoff, Memory, Outbox, Restored, St, Tcb, handoff_tcb, rto_of
 
@@ -86,6 +89,7 @@ class HwEngine(Outbox):
         self._live: dict[int, tuple[ConnKey, bool, bool, str, str]] = {}   # id -> key, wscale_ok, sack_ok, macs
         self._offset = 0                        # harness us - hardware us
         self._rsp: list[dict] = []
+        self._toe_regs: regblocks.RegisterBlock | None = None
 
     # ------------------------------------------------------------------ set-up (async)
     async def start(self, now_us: int) -> None:
@@ -98,6 +102,7 @@ class HwEngine(Outbox):
         for name, v in toe_hw.cfg_values(self.p).items():
             getattr(d, f"cfg_{name}").value = v
         d.cfg_cycles_per_us.value = 1
+        d.reg_req_valid.value = 0
         d.cfg_hash_key.value = ctm.DEFAULT_HASH_KEY >> (ctm.HASH_KEY_BITS - len(d.cfg_hash_key))
         await ClockCycles(d.clock, 4)
         await FallingEdge(d.clock)
@@ -135,6 +140,56 @@ class HwEngine(Outbox):
                 self._rsp.append(dict(status=int(d.m_rsp_bits_status.value), id=int(d.m_rsp_bits_id.value),
                                       tcb=toe_hw.read_tcb(d, "m_rsp_bits_tcb"), ts_val=int(d.m_rsp_bits_tsVal.value),
                                       now_us=int(d.m_rsp_bits_nowUs.value)))
+
+    # ------------------------------------------------------------------ registers (as a driver)
+    async def reg_read32(self, addr: int) -> int:
+        """One register read on the RegBus: the request at a rising edge, the answer in
+        the cycle after it (RegBus's fixed latency)."""
+        d = self.dut
+        await FallingEdge(d.clock)
+        d.reg_req_valid.value = 1
+        d.reg_req_bits_addr.value = addr >> 2
+        d.reg_req_bits_write.value = 0
+        d.reg_req_bits_wdata.value = 0
+        d.reg_req_bits_wstrb.value = 0
+        await FallingEdge(d.clock)
+        d.reg_req_valid.value = 0
+        if not d.reg_resp_hit.value:
+            raise RuntimeError(f"register read at {addr:#x}: no block answered")
+        return int(d.reg_resp_rdata.value)
+
+    async def reg_write32(self, addr: int, value: int) -> None:
+        d = self.dut
+        await FallingEdge(d.clock)
+        d.reg_req_valid.value = 1
+        d.reg_req_bits_addr.value = addr >> 2
+        d.reg_req_bits_write.value = 1
+        d.reg_req_bits_wdata.value = value & 0xFFFFFFFF
+        d.reg_req_bits_wstrb.value = 0xF
+        await FallingEdge(d.clock)
+        d.reg_req_valid.value = 0
+        if not d.reg_resp_hit.value:
+            raise RuntimeError(f"register write at {addr:#x}: no block answered")
+
+    async def toe_block(self) -> regblocks.RegisterBlock:
+        """The engine's register block, found by walking the chain from offset 0."""
+        if self._toe_regs is None:
+            found = await regblocks.discover(self.reg_read32, self.reg_write32, regs.BLOCKS)
+            if "toe" not in found:
+                raise RuntimeError(f"no toe register block in the chain: {sorted(found)}")
+            self._toe_regs = found["toe"][0]
+        return self._toe_regs
+
+    async def aregisters(self) -> dict[str, int]:
+        """Every read-only register of the engine's block (counters, connections), read
+        over the register bus."""
+        b = await self.toe_block()
+        return {name: await b.read(name) for name, r in b.type.regs.items()
+                if r.access == "ro" and name != "next"}
+
+    def registers(self) -> dict[str, int]:
+        """aregisters() from the harness's thread."""
+        return resume(self.aregisters)()
 
     def snapshot(self) -> str:
         """The handshakes between the engine's parts (for a failure's message)."""
@@ -241,6 +296,10 @@ class HwEngine(Outbox):
     async def settle(self) -> None:
         """Run until the engine is quiet."""
         await self._quiet()
+
+    def settle_sync(self) -> None:
+        """settle() from the harness's thread."""
+        resume(self._quiet)()
 
     # ------------------------------------------------------------------ toe_model.Engine's interface
     def install(self, key: ConnKey, hs: Handoff, now_us: int | None = None, conn_id: int | None = None) -> int:
@@ -433,6 +492,10 @@ class SharedHwEngine:
 
     def status(self, conn: int) -> Tcb | None:
         return self._call(self.hw.status, conn)
+
+    def registers(self) -> dict[str, int]:
+        """The engine's counters and connection counts, read over its register bus."""
+        return self._call(self.hw.registers)
 
     tcb = status
 

@@ -169,16 +169,24 @@ def hw_engine(dut, params: EngineParams | None = None, mem_size: int = 1 << 28):
     return HwEngine(dut, params or many_params(), mem_size=mem_size)
 
 
-def goodput(rec: dict, cycles: int, clock_mhz: float = 250.0) -> dict:
-    """Aggregate goodput over `cycles` at the clock, and what a full-duplex 25G port would
-    carry with this traffic's frame mix (each direction's payload / wire bytes)."""
-    ns = cycles * 1e3 / clock_mhz
-    gbps = (rec["bytes_engine_to_peer"] + rec["bytes_peer_to_engine"]) * 8 / ns
+def workload_rate(rec: dict, cycles: int, us_per_cycle: float = 1.0) -> dict:
+    """What the workload moved per unit of its own time. Its time base is the engine's
+    microsecond: HwEngine runs the engine at 1 clock = 1 us (cfg_cycles_per_us = 1), the
+    clock the harness's link latencies, peers and timers are scaled to. So the figures
+    are in that time base, not at the engine's 250 MHz: the run is set by the link, the
+    peers and the timers (RTO backoffs, stalled readers, FIN_WAIT_2 and TIME_WAIT waits),
+    not by the engine's speed, and it is no aggregate goodput of the engine. Also what a
+    full-duplex 25G port would carry with this traffic's frame mix (each direction's
+    payload / wire bytes), in the same time base."""
+    us = cycles * us_per_cycle
+    gbps = (rec["bytes_engine_to_peer"] + rec["bytes_peer_to_engine"]) * 8 / (us * 1e3)
     line = sum(25.0 * s["payload_bytes"] / s["wire_bytes"] for s in rec["link"].values() if s.get("wire_bytes"))
-    return {"cycles": cycles, "simulated_us_at_clock": round(ns / 1e3, 1), "gbps": round(gbps, 3),
-            "gbps_engine_to_peer": round(rec["bytes_engine_to_peer"] * 8 / ns, 3),
-            "gbps_peer_to_engine": round(rec["bytes_peer_to_engine"] * 8 / ns, 3),
-            "line_rate_gbps": round(line, 2), "line_rate_pct": round(100 * gbps / line, 2) if line else None}
+    return {"cycles": cycles, "time_base": f"the workload's: 1 engine clock = {us_per_cycle:g} us (cfg_cycles_per_us)",
+            "workload_s": round(us / 1e6, 3),
+            "workload_gbps": round(gbps, 4),
+            "workload_gbps_engine_to_peer": round(rec["bytes_engine_to_peer"] * 8 / (us * 1e3), 4),
+            "workload_gbps_peer_to_engine": round(rec["bytes_peer_to_engine"] * 8 / (us * 1e3), 4),
+            "line_rate_gbps": round(line, 2), "workload_line_rate_pct": round(100 * gbps / line, 3) if line else None}
 
 
 if __name__ == "__main__":
@@ -189,4 +197,4 @@ if __name__ == "__main__":
     a = ap.parse_args()
     r = run_many(None, a.seed, a.n, log=print)
     print(r)
-    print(goodput(r, r["harness_us"]))
+    print(workload_rate(r, r["harness_us"]))

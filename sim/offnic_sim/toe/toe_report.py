@@ -6,9 +6,13 @@ per second, lookups per cycle), the parser and the receive front (frames per sec
 against 25G line rate) and the timer wheel (arms and expiries per second), with the Yosys resources of the toe
 configuration when `./offnic synth --config toe` has been run. The engine's own rows
 (goodput of one connection at MSS 1460/8960, 1..4,096 connections, arrival-to-ACK cycles,
-installs and restores per second of whole connections) come with the engine, and
-`offload_many`: hundreds of random connections at once against TcpPeers through a lossy
-link (sim/offnic_sim/toe/toe_many.py), every stream checked. `--only CASES` runs a subset
+installs and restores per second of whole connections) come with the engine: every
+receive case counts only the bytes the engine notified and checks every ring against
+what was sent, every transmit case checks every frame on the wire, and the engine's
+counters (read over its register bus) must show no drop; and `offload_many`: hundreds of
+random connections at once against TcpPeers through a lossy link
+(sim/offnic_sim/toe/toe_many.py), every stream checked, its rate given in the workload's
+time base (1 engine clock = 1 us), not the engine's. `--only CASES` runs a subset
 (written to build/bench/ unless --out says otherwise).
 """
 from __future__ import annotations
@@ -58,7 +62,7 @@ def plot(recs: list[dict], png: Path) -> None:
     ax = axes[2]
     eng = [r for r in recs if r.get("block") == "tcp_offload" and r.get("gbps") is not None]
     x = range(len(eng))
-    ax.bar([i - 0.2 for i in x], [r["gbps"] for r in eng], width=0.4, label="engine, Gb/s of payload at 250 MHz")
+    ax.bar([i - 0.2 for i in x], [r["gbps"] for r in eng], width=0.4, label="engine, Gb/s of payload delivered (checked), 250 MHz")
     ax.bar([i + 0.2 for i in x], [r["line_rate_gbps"] for r in eng], width=0.4, label="25G line rate's goodput")
     ax.set_xticks(list(x), [f"{r['case'].split('_')[0]} MSS {r['mss'] or 'mixed'}\n{r['connections']} conn"
                             for r in eng],
@@ -158,8 +162,8 @@ def main(args: list[str], rel=str) -> int:
         # hundreds of random connections against TcpPeers through a lossy link: the goodput is
         # what the peers, the link's latencies and losses and the timers allow, not the engine's
         r = run("offload_many", engine, "offload_many", connections=many)
-        recs.append({"case": "offload_many", "block": "tcp_offload", "mss": None, "limited_by": "link and peers",
-                     **r})
+        recs.append({"case": "offload_many", "block": "tcp_offload", "mss": None,
+                     "limited_by": "link, peers and timers (the workload's time base, not the engine's clock)", **r})
     synth = hw.BUILD / "synth" / "toe" / "synth.json"
     if synth.exists():
         recs.append({"case": "resources", "block": "synth", "source": rel(synth),
@@ -198,12 +202,15 @@ def main(args: list[str], rel=str) -> int:
             print(f"| {r['case'][7:]} | {r['decisions']} | {r['cycles_mean']} | {r['cycles_max']} | "
                   f"{r['decisions_per_s'] / 1e6:.1f} M |")
     if "tcp_offload" in has:
-        print("\n| engine case | connections | MSS | Gb/s at 250 MHz | 25G goodput Gb/s | % of line rate |")
-        print("|---|---|---|---|---|---|")
+        print("\n| engine case | connections (installed at once) | MSS | bytes sent / delivered, checked | "
+              "Gb/s at 250 MHz | 25G goodput Gb/s | % of line rate |")
+        print("|---|---|---|---|---|---|---|")
     for r in recs:
         if r.get("block") == "tcp_offload" and r.get("gbps") is not None:
-            print(f"| {r['case']} | {r['connections']} | {r['mss'] or 'mixed'} | {r['gbps']} | {r['line_rate_gbps']} | "
-                  f"{r['line_rate_pct']} |")
+            moved = (f"{r['bytes_sent']} / {r['bytes_delivered']}" if "bytes_sent" in r
+                     else f"{r.get('bytes_queued')} / {r.get('payload_bytes')}")
+            print(f"| {r['case']} | {r['connections']} ({r.get('installed_at_once', 1)}) | {r['mss'] or 'mixed'} | "
+                  f"{moved} | {r['gbps']} | {r['line_rate_gbps']} | {r['line_rate_pct']} |")
     for r in recs:
         if r.get("case") == "install_restore":
             print(f"installs: {r['cycles_per_install']} cycles each ({r['installs_per_s'] / 1e6:.2f} M/s), restores: "
@@ -214,12 +221,14 @@ def main(args: list[str], rel=str) -> int:
     for r in recs:
         if r.get("case") == "offload_many":
             ln = r["link"]
-            print(f"\nmany connections at once: {r['connections']} random connections (seed {r['seed']}), every stream "
-                  f"exact, all closed; {r['cycles']} cycles ({r['simulated_us_at_clock'] / 1e3:.2f} ms at 250 MHz); "
-                  f"{r['bytes_engine_to_peer']} B out, {r['bytes_peer_to_engine']} B in: {r['gbps']} Gb/s "
-                  f"({r['line_rate_pct']}% of a 25G port both ways; link- and peer-limited); segments resent: "
-                  f"engine {ln['engine'].get('retransmits', 0)} of {ln['engine'].get('data_frames', 0)}, peers "
-                  f"{ln['peer'].get('retransmits', 0)} of {ln['peer'].get('data_frames', 0)}; {r['wall_s']} s wall")
+            print(f"\nmany connections at once: {r['connections']} random connections (seed {r['seed']}), up to "
+                  f"{r['peak_installed']} installed at once (the engine's connections_peak register: "
+                  f"{r['peak_installed_register']}), every stream exact, all closed; {r['cycles']} cycles = "
+                  f"{r['workload_s']} s of the workload's time (1 clock = 1 us); {r['bytes_engine_to_peer']} B out, "
+                  f"{r['bytes_peer_to_engine']} B in: {r['workload_gbps']} Gb/s in that time base, set by the link, "
+                  f"peers and timers, not the engine; segments resent: engine {ln['engine'].get('retransmits', 0)} "
+                  f"of {ln['engine'].get('data_frames', 0)}, peers {ln['peer'].get('retransmits', 0)} of "
+                  f"{ln['peer'].get('data_frames', 0)}; {r['wall_s']} s wall")
     w = next((r for r in recs if r.get("block") == "timer_wheel"), None)
     if w:
         print(f"\ntimer wheel ({w['connections']} timers, {w['slots']} slots): {w['cycles_per_arm']} cycles per arm "

@@ -337,8 +337,52 @@ object RegMap {
     ) ++ ReasmCounters.zipWithIndex.map { case ((n, d), i) => ro(n, 0x50 + 4 * i, d) }
   )
 
+  /** The TCP offload engine's counters: the steer's (toe.SteerStat order), the connection
+    * table's (toe.ConnStat), the engine's (toe.EngineStat), then the payload movers'. */
+  val ToeCounters: Seq[(String, String)] = Seq(
+    "steer_to_host" -> "Frames passed to the host output (not a segment of an installed connection).",
+    "steer_to_engine" -> "TCP segments of installed connections steered to the engine.",
+    "steer_bad_dropped" -> "Bad segments (IP/TCP checksum, header) of installed connections: dropped.",
+    "steer_relookups" -> "Lookups repeated because the table changed while the frame waited.",
+    "table_lookups" -> "Connection-table lookups.",
+    "table_hits" -> "Lookups that found an installed connection.",
+    "table_inserts" -> "Inserts done (installs).",
+    "table_insert_exists" -> "Inserts refused: the 4-tuple is installed already.",
+    "table_insert_full" -> "Inserts refused: no place within the cuckoo walk.",
+    "table_insert_no_id" -> "Inserts refused: every connection id in use.",
+    "table_deletes" -> "Deletes done (restores, closes).",
+    "table_delete_missing" -> "Deletes of a key not in the table.",
+    "table_kicks" -> "Residents moved by cuckoo walks.",
+    "seg_events" -> "Segment events the engine took.",
+    "seg_stale_drops" -> "Segments dropped unseen: their connection had left (restore, close) or its id holds another 4-tuple.",
+    "seg_data_not_stored" -> "Segments with payload whose bytes the decision did not store (outside the window, duplicate, PAWS, no 5th out-of-order range).",
+    "timer_events" -> "Timer expiries the engine took.",
+    "commands" -> "Host commands taken.",
+    "commands_refused" -> "Host commands answered with a status other than OK (exists, full, no id, not live).",
+    "tx_segments" -> "Segments handed to the transmit builder.",
+    "notes_rst" -> "Connections reset by the peer (rst notifications).",
+    "notes_timeout" -> "Connections that gave up retransmitting (timeout notifications).",
+    "notes_closed" -> "Connections that left the engine closed (closed notifications).",
+    "store_errors" -> "Receive-ring stores that failed (memory write error or a frame shorter than its command).",
+    "tx_drops" -> "Segments the transmit builder dropped (longer than its buffer): nothing sent.",
+    "tx_read_errors" -> "Segments whose send-ring read failed: sent with a bad TCP checksum (the peer drops it, TCP resends)."
+  )
+
+  val Toe = BlockType(
+    "toe", 0x0ff10027L, 0x00010000L,
+    "The TCP offload engine (docs/toe.md): connections installed and what happened to segments, commands " +
+      "and payload moves (counters wrap).",
+    Seq(
+      ro("connections", 0x0c, "Connections installed now."),
+      ro("connections_peak", 0x10, "Most connections installed at once since reset or the last clear_peak."),
+      Reg("control", 0x14, WStrobe, "Commands; write 1 bits to act.",
+        Seq(Field("clear_peak", 0, 1, "Restart connections_peak from connections."))),
+      ro("now_us", 0x18, "The engine's microsecond clock, bits 31:0.")
+    ) ++ ToeCounters.zipWithIndex.map { case ((n, d), i) => ro(n, 0x20 + 4 * i, d) }
+  )
+
   /** Every block type, in the order the documentation lists them. */
   val blocks: Seq[BlockType] = Seq(DeviceId, Clock, BarAccess, TxQueues, RxQueues, TxCqs, RxCqs, Eqs, Msix,
-    EthPort, Dma, TxEngine, RxEngine, Rss, Reasm, Cache)
+    EthPort, Dma, TxEngine, RxEngine, Rss, Reasm, Cache, Toe)
   require(blocks.map(_.typeId).distinct.size == blocks.size, "two block types share a type id")
 }

@@ -22,6 +22,19 @@ object EngineOp {
   val Status = 5
 }
 
+/** Counters of [[TcpEngine]], in register order (RegMap.ToeCounters' engine part). */
+object EngineStat extends Enumeration {
+  /** Segment events taken from the steer; of them, segments dropped unseen because their
+    * connection was no longer live or its id now holds another 4-tuple (steered before a
+    * restore or close), and segments with payload the decision did not store (outside the
+    * window, duplicate, PAWS, no room for a 5th out-of-order range, a state that takes no
+    * data); timer expiries taken; host commands taken and those refused (status not Ok);
+    * segments handed to the transmit builder; notifications of a reset by the peer, of
+    * giving up retransmitting, and of connections closed. */
+  val Segments, StaleDrops, DataNotStored, Timers, Commands, CommandsRefused, TxSegments, NotesRst, NotesTimeout,
+    NotesClosed = Value
+}
+
 /** Command outcomes (EngineRsp.status): the table's, then NotLive. */
 object EngineStatus {
   val Ok = 0
@@ -101,6 +114,9 @@ class TcpEngine(val connections: Int = 4096, val buckets: Int = 1024, val slots:
   val storesIssued = IO(Output(UInt(32.W)))
   val cfg = IO(Input(new EngineCfg))
   val cfg_cycles_per_us = IO(Input(UInt(10.W)))
+  val counters = IO(Output(Vec(EngineStat.maxId, UInt(32.W))))
+  val steer_counters = IO(Output(Vec(SteerStat.maxId, UInt(32.W))))
+  val table_counters = IO(Output(Vec(ConnStat.maxId, UInt(32.W))))
 
   private val steer = Module(new TcpSteer(connections, buckets, fifoBeats, p))
   val cfg_hash_key = IO(Input(UInt(steer.cfg_hash_key.getWidth.W)))
@@ -144,6 +160,14 @@ class TcpEngine(val connections: Int = 4096, val buckets: Int = 1024, val slots:
   m_axis_host <> steer.m_axis_host
   m_axis_seg <> steer.m_axis_engine
   steer.cfg_hash_key := cfg_hash_key
+  steer_counters := steer.counters
+  table_counters := steer.table_counters
+
+  private val stats = RegInit(VecInit(Seq.fill(EngineStat.maxId)(0.U(32.W))))
+  private val statPulse = WireDefault(VecInit(Seq.fill(EngineStat.maxId)(false.B)))
+  for (i <- 0 until EngineStat.maxId) when(statPulse(i)) { stats(i) := stats(i) + 1.U }
+  counters := stats
+  private def count(s: EngineStat.Value): Unit = statPulse(s.id) := true.B
 
   // ---- Per-connection memories, one event at a time (never a read and a write of the
   // same word in one cycle).
@@ -258,6 +282,14 @@ class TcpEngine(val connections: Int = 4096, val buckets: Int = 1024, val slots:
   wheel.cmd.bits.delay := Mux(ahead <= 1.S, 1.U, Mux(ahead > 0xFFFF.S, 0xFFFF.U, ahead.asUInt(15, 0)))
 
   m_rsp.valid := st === E.Respond
+  when(steer.m_seg.fire) { count(EngineStat.Segments) }
+  when(wheel.expired.fire) { count(EngineStat.Timers) }
+  when(s_cmd.fire) { count(EngineStat.Commands) }
+  when(m_rsp.fire && rsp.status =/= EngineStatus.Ok.U) { count(EngineStat.CommandsRefused) }
+  when(m_tx.fire) { count(EngineStat.TxSegments) }
+  when(m_note.fire && m_note.bits.note.kind === NoteKind.Rst.U) { count(EngineStat.NotesRst) }
+  when(m_note.fire && m_note.bits.note.kind === NoteKind.Timeout.U) { count(EngineStat.NotesTimeout) }
+  when(m_note.fire && m_note.bits.note.kind === NoteKind.Closed.U) { count(EngineStat.NotesClosed) }
   status.busy := st =/= E.Idle || steer.m_seg.valid || wheel.expired.valid || rxwQ.io.deq.valid ||
     decide.m_note.valid || decide.m_tx.valid || !decide.s_in.ready
   m_rsp.bits := rsp
@@ -307,7 +339,9 @@ class TcpEngine(val connections: Int = 4096, val buckets: Int = 1024, val slots:
       addr := addrRd
       armed := armedRd
       // A frame steered before its connection left (a restore, a close): not this TCB's.
-      st := Mux(live(tcbRd) && keyOf(addrRd) === seg.info.key, E.Decide, E.Drop)
+      val ours = live(tcbRd) && keyOf(addrRd) === seg.info.key
+      st := Mux(ours, E.Decide, E.Drop)
+      when(!ours) { count(EngineStat.StaleDrops) }
     }
     is(E.TimerRead) {
       tcb := tcbRd
@@ -376,6 +410,7 @@ class TcpEngine(val connections: Int = 4096, val buckets: Int = 1024, val slots:
         rsp.tsVal := SeqNum.add(nowTs, out.tcb.tsOffset)
         rsp.nowUs := nowUs
         st := Mux(kind === EventKind.Seg.U && !out.stored, E.Drop, E.Arm)
+        when(kind === EventKind.Seg.U && !out.stored && seg.info.dataLen =/= 0.U) { count(EngineStat.DataNotStored) }
       }
     }
     is(E.Drop) { // the frame goes nowhere

@@ -5,6 +5,7 @@ import chisel3.util._
 import offnic.{Elaboratable, Params}
 import offnic.axi.{Axi4, Axi4IO}
 import offnic.axis.{AxisFifo, AxisIO, AxisParams}
+import offnic.regs.{RegBlock, RegBusPort, RegMap}
 
 /** The TCP offload engine as the NIC will carry it: [[TcpEngine]] (control), the
   * [[RxRingWriter]] storing received payload into each connection's receive ring and the
@@ -16,9 +17,15 @@ import offnic.axis.{AxisFifo, AxisIO, AxisParams}
   * `m_axis_host` unchanged; the engine's frames leave on `m_axis_tx`. Notifications wait
   * until the receive-ring stores issued before them have completed, so "received up to
   * X" is never ahead of the data in memory.
+  *
+  * Registers: one `toe` block (RegMap.Toe: connections installed now and at most, every
+  * counter of the steer, table, engine, writer and builder) on the register bus `reg`, at
+  * `regBase` with chain pointer `regNext`: standalone it is the whole chain (base 0, next
+  * 0); in the NIC it joins the chain like any block.
   */
 class TcpOffload(val connections: Int = 4096, val buckets: Int = 1024, val slots: Int = 1024,
-                 val fifoBeats: Int = 512, val addrBits: Int = 40) extends Module {
+                 val fifoBeats: Int = 512, val addrBits: Int = 40, val regAddrBits: Int = 24, val regBase: Int = 0,
+                 val regNext: Int = 0) extends Module {
   private val p = AxisParams(32)
   private val engine = Module(new TcpEngine(connections, buckets, slots, fifoBeats))
   private val idBits = engine.idBits
@@ -91,10 +98,29 @@ class TcpOffload(val connections: Int = 4096, val buckets: Int = 1024, val slots
   status.storeErrors := storeErrors
   status.txDrops := builder.status_drops
   status.txReadErrors := builder.status_read_errors
+
+  // ---- The register block.
+  val reg = IO(Flipped(new RegBusPort(regAddrBits)))
+  private val regs = Module(new RegBlock(RegMap.Toe, regBase, regNext, regAddrBits))
+  regs.bus.req := reg.req
+  reg.resp := regs.bus.resp
+  private val counters = engine.steer_counters ++ engine.table_counters ++ engine.counters ++
+    Seq(storeErrors, builder.status_drops, builder.status_read_errors)
+  require(counters.size == RegMap.ToeCounters.size, "RegMap.ToeCounters and the engine's counters differ")
+  for (((name, _), c) <- RegMap.ToeCounters.zip(counters)) regs.hw.value(name) := c
+  private val installed = engine.status.connections
+  private val peak = RegInit(0.U(installed.getWidth.W))
+  private val clearPeak = regs.hw.strobe("control")
+  when(clearPeak.valid && clearPeak.bits(0)) { peak := installed }.elsewhen(installed > peak) { peak := installed }
+  regs.hw.value("connections") := installed
+  regs.hw.value("connections_peak") := peak
+  regs.hw.value("now_us") := engine.status.nowUs(31, 0)
 }
 
 object TcpOffload extends Elaboratable {
-  /** `connections` (4096), `buckets` (1024), `slots` (1024), `fifo_beats` (512). */
+  /** `connections` (4096), `buckets` (1024), `slots` (1024), `fifo_beats` (512), the
+    * register block's `reg_addr_bits` (24), `reg_base` (0) and `reg_next` (0). */
   def generate(p: Params): RawModule = new TcpOffload(p.int("connections", 4096), p.int("buckets", 1024),
-    p.int("slots", 1024), p.int("fifo_beats", 512))
+    p.int("slots", 1024), p.int("fifo_beats", 512), regAddrBits = p.int("reg_addr_bits", 24),
+    regBase = p.int("reg_base", 0), regNext = p.int("reg_next", 0))
 }
