@@ -2,7 +2,9 @@
 whole NIC, `hw.Design.of("nic.Nic", addr_bits=24, board_id=0)`, as it runs workload.py).
 
 One simulation, one NicTB (PCIe Gen3 x8 host with 1 us read latency, 25G XGMII ports,
-driver model in interrupt mode), TX queue 0 on port 0 only. Every frame carries a tag
+driver model in interrupt mode, the DRAM tier behind the K3P-Q's DDR4 timing model,
+ddr4_model.Ddr4Ram; `dram_model: "ideal"` in the settings puts cocotbext-axi's AxiRam
+there instead), TX queue 0 on port 0 only. Every frame carries a tag
 (bytes 14..21 of its host-built header) so the sink matches it to its doorbell.
 
 1. Hit-path speed. Frames of each size (with FCS) from three sources, two descriptors
@@ -66,7 +68,8 @@ def tuning(size: int) -> dict:
 class CacheBench:
     def __init__(self, dut, cfg: dict):
         self.cfg = cfg
-        self.tb = NicTB(dut, host_latency_ns=cfg.get("host_latency_ns", 1000.0), pcie_lanes=cfg.get("pcie_lanes", 8))
+        self.tb = NicTB(dut, host_latency_ns=cfg.get("host_latency_ns", 1000.0), pcie_lanes=cfg.get("pcie_lanes", 8),
+                        dram=cfg.get("dram_model", "ddr4"))
         self.drv = self.tb.drv
         self.tap = PcieTap(self.tb.dev)
         self.rng = random.Random(cfg.get("seed", 0))
@@ -346,7 +349,8 @@ class CacheBench:
                 out["trace"].append(r)
         out.update(seed=cfg.get("seed", 0), sim_ns=now_ns(), wall_s=round(time.monotonic() - self.wall0, 1),
                    driver_errors=list(self.drv.errors), host_latency_ns=self.tb.hostmem.read_latency_ns,
-                   pcie_lanes=self.tb.pcie_lanes)
+                   pcie_lanes=self.tb.pcie_lanes, dram_model=self.tb.dram_model,
+                   dram_counts=dict(self.tb.dram.timing.counts) if self.tb.dram_model == "ddr4" else None)
         return out
 
 
