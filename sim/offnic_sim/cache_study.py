@@ -237,7 +237,7 @@ def sensitivity(workloads: list[str] | None = None, alphas=webtrace.ALPHA_RANGE,
         if w.model != "zipf":
             continue
         t0 = time.perf_counter()
-        points = [("alpha", a, {"alpha": a}) for a in alphas] + \
+        points = [("alpha", a, {"alpha": a}) for a in sorted(set(alphas) | {w.alpha})] + \
                  [("burst", b, {"burst": b}) for b in bursts if b != w.burst]
         for param, value, kw in points:
             rec = {"case": "fig3_sensitivity", "workload": w.key, "label": w.label, "cache_bytes": size,
