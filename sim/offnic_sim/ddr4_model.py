@@ -200,122 +200,127 @@ def _now() -> float:
 
 
 async def _until(clock, period_ns: float, t: float) -> None:
-    """Wait for the first rising edge of `clock` at or after time t."""
-    wait = t - _now()
+    """Wait so that a transaction sent now is driven from the first rising edge at or after
+    t (a cocotbext-axi source drives on the edge after the one it was handed the item in)."""
+    wait = t - period_ns - _now()
     if wait > 0:
         await ClockCycles(clock, max(1, math.ceil(wait / period_ns - 1e-9)))
 
 
 class Ddr4RamRead(AxiRamRead):
     """AxiRam's read half answering at the times `timing` gives: bursts in order of arrival,
-    each beat when its DRAM burst is at the NIC side, at most one beat per clock."""
+    each beat when its DRAM burst is at the NIC side, at most one beat per clock. The
+    address side (`_process_read`, restarted by every reset) and the data side (one task
+    for the model's life) share a queue, which a reset empties."""
 
     def __init__(self, bus, clock, reset, timing: Ddr4Timing, period_ns: float, mem, size: int):
-        super().__init__(bus, clock, reset, size=size, mem=mem)
         self.timing, self.period_ns = timing, period_ns
+        self._pending: collections.deque = collections.deque()
+        self._arrived = Event()
+        super().__init__(bus, clock, reset, size=size, mem=mem)
+        cocotb.start_soon(self._send_data())
+
+    def _handle_reset(self, state):
+        super()._handle_reset(state)
+        if state:
+            self._pending.clear()
 
     async def _process_read(self):
-        pending: collections.deque = collections.deque()
-        arrived = Event()
+        while True:
+            ar = await self.ar_channel.recv()
+            addr, beats = int(ar.araddr), int(getattr(ar, "arlen", 0)) + 1
+            size = int(getattr(ar, "arsize", self.max_burst_size))
+            burst = AxiBurstType(int(getattr(ar, "arburst", AxiBurstType.INCR)))
+            assert burst == AxiBurstType.INCR and size == self.max_burst_size, \
+                f"DDR4 model: only full-width INCR bursts (addr {addr:#x} size {size} burst {burst})"
+            nbytes = beats * self.byte_lanes
+            first = addr - addr % self.byte_lanes
+            assert 0x1000 - (first & 0xFFF) >= nbytes, f"DDR4 model: burst at {addr:#x} crosses 4 KiB"
+            ready = self.timing.read(first, nbytes, _now())
+            step = self.timing.p.burst_bytes
+            per_beat = [ready[(first + n * self.byte_lanes) // step - first // step] for n in range(beats)]
+            self._pending.append((int(getattr(ar, "arid", 0)), first, per_beat))
+            self._arrived.set()
 
-        async def collect():
-            while True:
-                ar = await self.ar_channel.recv()
-                addr, beats = int(ar.araddr), int(getattr(ar, "arlen", 0)) + 1
-                size = int(getattr(ar, "arsize", self.max_burst_size))
-                burst = AxiBurstType(int(getattr(ar, "arburst", AxiBurstType.INCR)))
-                assert burst == AxiBurstType.INCR and size == self.max_burst_size, \
-                    f"DDR4 model: only full-width INCR bursts (addr {addr:#x} size {size} burst {burst})"
-                nbytes = beats * self.byte_lanes
-                first = addr - addr % self.byte_lanes
-                assert 0x1000 - (first & 0xFFF) >= nbytes, f"DDR4 model: burst at {addr:#x} crosses 4 KiB"
-                ready = self.timing.read(first, nbytes, _now())
-                step = self.timing.p.burst_bytes
-                per_beat = [ready[(first + n * self.byte_lanes) // step - first // step] for n in range(beats)]
-                pending.append((int(getattr(ar, "arid", 0)), first, per_beat))
-                arrived.set()
-
-        collector = cocotb.start_soon(collect())
-        try:
-            while True:
-                while not pending:
-                    arrived.clear()
-                    await arrived.wait()
-                arid, first, per_beat = pending.popleft()
-                for n, t in enumerate(per_beat):
-                    await _until(self.clock, self.period_ns, t)
-                    r = self.r_channel._transaction_obj()
-                    r.rid, r.rlast, r.rresp = arid, n == len(per_beat) - 1, AxiResp.OKAY
-                    try:
-                        data = self.read((first + n * self.byte_lanes) % self.size, self.byte_lanes)
-                    except Exception:  # outside the memory: SLVERR with zero data, as AxiRam
-                        data, r.rresp = bytes(self.byte_lanes), AxiResp.SLVERR
-                    r.rdata = int.from_bytes(data, "little")
-                    await self.r_channel.send(r)
-        finally:
-            collector.kill()
+    async def _send_data(self):
+        while True:
+            while not self._pending:
+                self._arrived.clear()
+                await self._arrived.wait()
+            arid, first, per_beat = self._pending[0]
+            for n, t in enumerate(per_beat):
+                await _until(self.clock, self.period_ns, t)
+                r = self.r_channel._transaction_obj()
+                r.rid, r.rlast, r.rresp = arid, n == len(per_beat) - 1, AxiResp.OKAY
+                try:
+                    data = self.read((first + n * self.byte_lanes) % self.size, self.byte_lanes)
+                except Exception:  # outside the memory: SLVERR with zero data, as AxiRam
+                    data, r.rresp = bytes(self.byte_lanes), AxiResp.SLVERR
+                r.rdata = int.from_bytes(data, "little")
+                await self.r_channel.send(r)
+            if self._pending and self._pending[0][2] is per_beat:
+                self._pending.popleft()
 
 
 class Ddr4RamWrite(AxiRamWrite):
     """AxiRam's write half: data lands in memory as its beats arrive (the NIC reads a range
     only after the write's B, so nothing can tell); the B answers when `timing` has
-    written the last burst, in order of arrival."""
+    written the last burst, in order of arrival (one task for the model's life)."""
 
     def __init__(self, bus, clock, reset, timing: Ddr4Timing, period_ns: float, mem, size: int):
-        super().__init__(bus, clock, reset, size=size, mem=mem)
         self.timing, self.period_ns = timing, period_ns
+        self._answers: collections.deque = collections.deque()
+        self._arrived = Event()
+        super().__init__(bus, clock, reset, size=size, mem=mem)
+        cocotb.start_soon(self._respond())
+
+    def _handle_reset(self, state):
+        super()._handle_reset(state)
+        if state:
+            self._answers.clear()
+
+    async def _respond(self):
+        while True:
+            while not self._answers:
+                self._arrived.clear()
+                await self._arrived.wait()
+            t, b = self._answers.popleft()
+            await _until(self.clock, self.period_ns, t)
+            await self.b_channel.send(b)
 
     async def _process_write(self):
-        answers: collections.deque = collections.deque()
-        arrived = Event()
-
-        async def respond():
-            while True:
-                while not answers:
-                    arrived.clear()
-                    await arrived.wait()
-                t, b = answers.popleft()
-                await _until(self.clock, self.period_ns, t)
-                await self.b_channel.send(b)
-
-        responder = cocotb.start_soon(respond())
-        try:
-            while True:
-                aw = await self.aw_channel.recv()
-                addr, beats = int(aw.awaddr), int(getattr(aw, "awlen", 0)) + 1
-                size = int(getattr(aw, "awsize", self.max_burst_size))
-                burst = AxiBurstType(int(getattr(aw, "awburst", AxiBurstType.INCR)))
-                assert burst == AxiBurstType.INCR and size == self.max_burst_size, \
-                    f"DDR4 model: only full-width INCR bursts (addr {addr:#x} size {size} burst {burst})"
-                first = addr - addr % self.byte_lanes
-                assert 0x1000 - (first & 0xFFF) >= beats * self.byte_lanes, f"DDR4 model: burst at {addr:#x} crosses 4 KiB"
-                b = self.b_channel._transaction_obj()
-                b.bid, b.bresp = int(getattr(aw, "awid", 0)), AxiResp.OKAY
-                for n in range(beats):
-                    w = await self.w_channel.recv()
-                    data = int(w.wdata).to_bytes(self.byte_lanes, "little")
-                    strb = int(getattr(w, "wstrb", self.strb_mask)) if self.wstrb_present else self.strb_mask
-                    assert int(w.wlast) == (n == beats - 1), "DDR4 model: WLAST in the wrong place"
-                    at = first + n * self.byte_lanes
-                    try:
-                        k = 0
-                        while k < self.byte_lanes:   # runs of enabled bytes
-                            if strb >> k & 1:
-                                j = k
-                                while j < self.byte_lanes and strb >> j & 1:
-                                    j += 1
-                                if (at + j) > self.size:
-                                    raise ValueError("outside the memory")
-                                self.write(at + k, data[k:j])
-                                k = j
-                            else:
-                                k += 1
-                    except Exception:
+        while True:
+            aw = await self.aw_channel.recv()
+            addr, beats = int(aw.awaddr), int(getattr(aw, "awlen", 0)) + 1
+            size = int(getattr(aw, "awsize", self.max_burst_size))
+            burst = AxiBurstType(int(getattr(aw, "awburst", AxiBurstType.INCR)))
+            assert burst == AxiBurstType.INCR and size == self.max_burst_size, \
+                f"DDR4 model: only full-width INCR bursts (addr {addr:#x} size {size} burst {burst})"
+            first = addr - addr % self.byte_lanes
+            assert 0x1000 - (first & 0xFFF) >= beats * self.byte_lanes, f"DDR4 model: burst at {addr:#x} crosses 4 KiB"
+            b = self.b_channel._transaction_obj()
+            b.bid, b.bresp = int(getattr(aw, "awid", 0)), AxiResp.OKAY
+            for n in range(beats):
+                w = await self.w_channel.recv()
+                data = int(w.wdata).to_bytes(self.byte_lanes, "little")
+                strb = int(getattr(w, "wstrb", self.strb_mask)) if self.wstrb_present else self.strb_mask
+                assert int(w.wlast) == (n == beats - 1), "DDR4 model: WLAST in the wrong place"
+                at = first + n * self.byte_lanes
+                k = 0
+                while k < self.byte_lanes:   # runs of enabled bytes
+                    if not strb >> k & 1:
+                        k += 1
+                        continue
+                    j = k
+                    while j < self.byte_lanes and strb >> j & 1:
+                        j += 1
+                    if at + j > self.size:   # outside the memory: refused, as AxiRam
                         b.bresp = AxiResp.SLVERR
-                answers.append((self.timing.write(first, beats * self.byte_lanes, _now()), b))
-                arrived.set()
-        finally:
-            responder.kill()
+                    else:
+                        self.write(at + k, data[k:j])
+                    k = j
+            self._answers.append((self.timing.write(first, beats * self.byte_lanes, _now()), b))
+            self._arrived.set()
 
 
 class Ddr4Ram(Memory):
