@@ -242,6 +242,8 @@ def main(args: list[str], simulate, rel=str) -> int:
     ap.add_argument("--seed", type=int, default=None, help="simulation seed (default: new; OFFNIC_SEED also)")
     ap.add_argument("--trace-seed", type=int, default=1, help="web trace generator seed (default 1)")
     ap.add_argument("--sizes", default=",".join(map(str, HIT_SIZES)), help="hit-path frame sizes with FCS")
+    ap.add_argument("--sources", default="host,onchip,dram,host1",
+                    help="hit-path payload sources (host, onchip, dram, host1: one DATA descriptor)")
     ap.add_argument("--window-us", type=float, default=20.0)
     ap.add_argument("--latency-sizes", default="64,1518")
     ap.add_argument("--latency-frames", type=int, default=20)
@@ -286,7 +288,8 @@ def main(args: list[str], simulate, rel=str) -> int:
         th = threading.Thread(target=study, daemon=True)
         th.start()
     cfg = {"dram_model": a.dram_model,
-           "hit": {"sizes": [int(x) for x in a.sizes.split(",") if x], "window_us": a.window_us,
+           "hit": {"sources": [x for x in a.sources.split(",") if x],
+                   "sizes": [int(x) for x in a.sizes.split(",") if x], "window_us": a.window_us,
                    "settle_us": 8.0, "latency_sizes": [int(x) for x in a.latency_sizes.split(",") if x],
                    "latency_frames": a.latency_frames},
            # the requests go through a file: an environment variable cannot hold them

@@ -148,8 +148,8 @@ PARAMETER_SOURCES["spec"] = {
     "popularity, file sizes, mix": SPEC_MODEL + ": Zipf(1) directories and files, 4 classes x 9 files",
     "burst": SPEC_MODEL + ": statistically generated (the seed: its dual and single curves coincide)"}
 # The plausible range of the assumed parameters, swept by cache_study.sensitivity.
-ALPHA_RANGE = (0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2)   # Breslau et al.'s 0.64..0.83 up to steeper than Zipf
-BURST_RANGE = (0.0, 0.25, 0.5)
+ALPHA_RANGE = (0.6, 0.8, 1.0, 1.2)   # Breslau et al.'s 0.64..0.83 up to steeper than Zipf
+BURST_RANGE = (0.0, 0.5)
 
 
 def workload(name: str) -> Workload:
