@@ -14,7 +14,10 @@ there instead), TX queue 0 on port 0 only. Every frame carries a tag
      onchip : the cache's on-chip tier (CACHE_APPEND at offsets in [0, 64 KiB)),
      dram   : the DRAM tier (CACHE_APPEND at offsets in [1 MiB, 1 MiB + 64 KiB));
    and host1: the whole frame in ONE DATA descriptor (bench base's way), to separate the
-   cost of a second descriptor from the cost of the source.
+   cost of a second descriptor from the cost of the source; onchip_all / dram_all: the
+   whole frame in ONE CACHE_APPEND (no host data read), for the latency probe: with a
+   host header the header's 1 us host read hides the tier's latency, without it the
+   tier's read is on the path.
    The TX ring is kept full with batched doorbells (`send_descs_batch`: many packets, ONE
    doorbell, at most `in_flight` packets in flight, as workload.py's tuning). Measured in
    a window after a settle time: frames on the wire (Gb/s with FCS, % of 25G counting
@@ -164,6 +167,14 @@ class CacheBench:
             slot = (self.seq % 256) * 9216
             self.fbuf.write(slot, hb + self.blob_bytes[:flen - h])
             return tag, [Desc(self.fbuf.addr + slot, flen, OP_DATA)], flen
+        if source in ("onchip_all", "dram_all"):
+            # the whole frame from the cache, no host data read: the tier's latency is then
+            # on the path (doorbell, descriptor fetch, cache read, wire) instead of hidden
+            # behind the header's host read; the frame carries no tag (isolated frames only)
+            self.seq += 1
+            off = (self.seq * 4099) % (REGION - flen)
+            base = DRAM_BASE if source == "dram_all" else 0
+            return self.seq, [Desc(base + off, flen, OP_CACHE_APPEND, 0)], flen
         off = (self.seq * 4099) % (REGION - pay)
         if source == "host":
             p = Desc(self.blob.addr + off, pay, OP_DATA, MORE)
@@ -236,7 +247,8 @@ class CacheBench:
             while len(self.wire) == got:
                 await Timer(50, "ns")
             t, _, t_end = self.wire[got]
-            assert t == tag and len(self.wire) == got + 1, "latency: unexpected frame on the wire"
+            assert (t == tag or source.endswith("_all")) and len(self.wire) == got + 1, \
+                "latency: unexpected frame on the wire"
             lat.append(t_end - tok.t_doorbell)
             await Timer(1, "us")
         s = sorted(lat)
