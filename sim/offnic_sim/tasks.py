@@ -321,7 +321,8 @@ class Progress:
 
 
 # The demo's payload-cache case: (workload, trace seed, max requests, content budget,
-# warm-up bytes): a World Cup window after 8 MB of warm-up, ~80% of it already cached.
+# warm-up bytes): a window of the synthetic trace with World Cup's published parameters
+# (webtrace), after 8 MB of warm-up.
 DEMO_WEB = ("worldcup", 1, 80, 250_000, 8 * 10**6)
 
 
@@ -335,7 +336,7 @@ def cmd_demo(args: list[str]) -> int:
                                  description="simulate the whole NIC under a default workload and report")
     ap.add_argument("--us", type=float, default=100.0, help="measured window of traffic, simulated us (default 100)")
     ap.add_argument("--seed", type=int, default=None, help="random seed (default: a new one; OFFNIC_SEED also works)")
-    ap.add_argument("--no-web", action="store_true", help="skip the payload-cache case (a web trace window)")
+    ap.add_argument("--no-web", action="store_true", help="skip the payload-cache case (a synthetic web trace window)")
     ap.add_argument("--no-frag", action="store_true", help="skip the fragmentation case (64 KB datagrams at MTU 1500)")
     a = ap.parse_args(args)
     t0 = time.monotonic()
@@ -344,7 +345,7 @@ def cmd_demo(args: list[str]) -> int:
     cases = workload_cases.demo_cases(a.us, trace=trace, frag=not a.no_frag)
     print(f"[offnic] demo: the whole NIC (PCIe Gen3 x8 host with 1 us read latency, 2 x 25G XGMII ports), "
           f"{a.us:g} us of IMIX + jumbo traffic, TX and RX on both ports"
-          + ("" if trace is None else f"; then a web server's window of the {trace['label']} trace "
+          + ("" if trace is None else f"; then a web server's window of a synthetic trace with {trace['label']}'s published parameters "
              f"({len(trace['file_id'])} requests, {sum(trace['file_size']) / 1000:.0f} KB) without and with the "
              f"payload cache")
           + ("" if a.no_frag else "; then 64 KB UDP datagrams cut by the NIC at MTU 1500"), flush=True)

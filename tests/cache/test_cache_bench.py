@@ -25,7 +25,7 @@ async def tiny_cache_bench(dut):
 
 @pytest.mark.parametrize("lanes", [8, 2])
 def test_cache_bench(tmp_path, lanes):
-    prefix = cache_report.trace_prefix("nasa", 1, 4, 40_000, 2 * 10**6)   # 4 requests, ~83% cached
+    prefix = cache_report.trace_prefix("nasa", 1, 4, 60_000, 8 * 10**6)   # 3 requests, ~80% cached (synthetic NASA)
     out = tmp_path / "raw.json"
     hit = {"sources": ["host", "onchip", "dram"], "sizes": [256], "window_us": 4.0, "settle_us": 5.0,
            "latency_sizes": [64], "latency_frames": 2} if lanes == 8 else {"sizes": [], "latency_sizes": []}

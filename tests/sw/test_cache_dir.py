@@ -293,8 +293,9 @@ def test_trace_prefix_seed_and_revisions():
 # ----------------------------------------------------------------------------- Fig. 3
 
 def test_fig3_point(tmp_path):
-    """Rice, the smallest trace, whole: the study's records and plot, and the seed's claim
-    ("more than 50 percent" with dual 16 MB caches)."""
+    """Rice, the smallest trace, whole: the study's records and plot, the paper's value
+    (or bound) beside ours with the difference. Nothing here asks the result to agree with
+    the paper: the trace's parameters are the log's published ones, not tuned to it."""
     recs = cache_study.run_fig3(tmp_path / "fig3.json", tmp_path / "fig3.png",
                                 workloads=["rice"], sizes=[256 << 10, 16 * MIB], log=lambda *_: None)
     assert json.loads((tmp_path / "fig3.json").read_text()) == recs
@@ -305,7 +306,40 @@ def test_fig3_point(tmp_path):
         st = r["model_stats"]
         assert st["requests"] == webtrace.WORKLOADS["rice"].requests
         assert st["content_bytes"] == st["bytes_from_cache"] + st["bytes_from_host"]
+        assert r["parameter_sources"] == webtrace.PARAMETER_SOURCES["rice"]
     assert 0 < small["model_content_reduction_pct"] < big["model_content_reduction_pct"]
-    assert big["model_dual_content_reduction_pct"] > cache_study.SEED_MIN_PCT
-    assert big["model_dual_content_reduction_pct"] <= big["model_content_reduction_pct"]
+    assert big["model_dual_content_reduction_pct"] <= big["model_content_reduction_pct"] + 0.5
     assert big["seed_says"] and small["seed_says"] is None
+    # the paper gives only "more than 50 percent" for Rice: the difference is to that bound
+    assert big["paper_bound_pct"] == cache_study.SEED_MIN_PCT and big["diff_is_to_bound"]
+    assert big["diff_pct_points"] == pytest.approx(big["model_dual_content_reduction_pct"] - 50, abs=0.01)
+    assert big["meets_bound"] == (big["model_dual_content_reduction_pct"] > 50)
+    assert 0 < big["top10_files_request_pct"] < 100
+    assert "| Rice |" in cache_study.comparison_table(recs)
+
+
+def test_trace_parameters_have_sources():
+    """Every workload names where each of its parameters comes from; the assumed ones say so."""
+    for key, w in webtrace.WORKLOADS.items():
+        src = webtrace.PARAMETER_SOURCES[key]
+        assert "Table 1" in src["requests, distinct files, data set, average response, duration"], key
+        if w.model == "zipf":
+            assert src["alpha"] and src["burst"] and src["file sizes"], key
+            assert "Fig. 12" in src["alpha"], key
+            assert ("ASSUMPTION" in src["alpha"]) == (key != "rice"), key
+            assert "ASSUMED" in src["file sizes"]
+    assert min(webtrace.ALPHA_RANGE) <= 0.7 and max(webtrace.ALPHA_RANGE) >= 1.0
+
+
+def test_sensitivity_sweep():
+    """The sweep of the assumed parameters: a point per value, the baseline marked; a
+    steeper popularity never removes less content; unreachable points are recorded."""
+    recs = cache_study.sensitivity(["rice"], alphas=(0.6, 0.9, 1.1), bursts=(0.0, 0.5), log=lambda *_: None)
+    by = {(r["param"], r["value"]): r for r in recs}
+    assert set(by) == {("alpha", 0.6), ("alpha", 0.9), ("alpha", 1.1), ("burst", 0.5)}
+    assert by["alpha", 0.9]["baseline"] and not by["alpha", 1.1]["baseline"]
+    reach = [by["alpha", a] for a in (0.6, 0.9, 1.1) if by["alpha", a]["reachable"]]
+    pct = [r["model_dual_content_reduction_pct"] for r in reach]
+    assert len(reach) >= 2 and pct == sorted(pct), pct
+    assert all(r["reachable"] or "out of reach" in r["why"] for r in recs)
+    assert "alpha 0.9" in cache_study.sensitivity_table(recs)

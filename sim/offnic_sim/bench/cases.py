@@ -66,7 +66,8 @@ def expected_us(case: dict) -> float:
 
 
 def web_case(trace: dict, seed: int = 0) -> dict:
-    """The payload cache at work: a window of a web trace (cache_report.trace_prefix: the
+    """The payload cache at work: a window of a synthetic web trace (webtrace: built from the
+    log's published parameters, not the log itself; cache_report.trace_prefix: the
     requests, and the warm-up the directory has already served) sent the sendfile way on
     port 0 (webserve.WebServer: 54-byte headers from host memory, payloads in MSS pieces),
     first without the cache, then with it (the directory warmed, its blocks in the DRAM

@@ -581,7 +581,7 @@ def web_lines(c: dict) -> list[str]:
     """The demo's payload-cache case (bench/cases.web_case) as report lines."""
     w = c["web"]
     nc, ca = w["nocache"], w["cache"]
-    L = [f"payload cache (docs/cache.md): a web server sends {nc['requests']} responses of the {c['label']} trace "
+    L = [f"payload cache (docs/cache.md): a web server sends {nc['requests']} responses of a synthetic trace with {c['label']}'s published parameters "
          f"({nc['content_bytes'] / 1000:.0f} KB in {nc['packets']} packets: a {WEB_HDR_BYTES} B header from host "
          f"memory + up to 1448 B of file) on port 0,",
          f"  after {c['warm_requests']:,} requests' warm-up of a "

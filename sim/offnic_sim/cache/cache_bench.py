@@ -2,7 +2,9 @@
 whole NIC, `hw.Design.of("nic.Nic", addr_bits=24, board_id=0)`, as it runs workload.py).
 
 One simulation, one NicTB (PCIe Gen3 x8 host with 1 us read latency, 25G XGMII ports,
-driver model in interrupt mode), TX queue 0 on port 0 only. Every frame carries a tag
+driver model in interrupt mode, the DRAM tier behind the K3P-Q's DDR4 timing model,
+host/ddr4_model.Ddr4Ram; `dram_model: "ideal"` in the settings puts cocotbext-axi's AxiRam
+there instead), TX queue 0 on port 0 only. Every frame carries a tag
 (bytes 14..21 of its host-built header) so the sink matches it to its doorbell.
 
 1. Hit-path speed. Frames of each size (with FCS) from three sources, two descriptors
@@ -12,7 +14,10 @@ driver model in interrupt mode), TX queue 0 on port 0 only. Every frame carries 
      onchip : the cache's on-chip tier (CACHE_APPEND at offsets in [0, 64 KiB)),
      dram   : the DRAM tier (CACHE_APPEND at offsets in [1 MiB, 1 MiB + 64 KiB));
    and host1: the whole frame in ONE DATA descriptor (bench base's way), to separate the
-   cost of a second descriptor from the cost of the source.
+   cost of a second descriptor from the cost of the source; onchip_all / dram_all: the
+   whole frame in ONE CACHE_APPEND (no host data read), for the latency probe: with a
+   host header the header's 1 us host read hides the tier's latency, without it the
+   tier's read is on the path.
    The TX ring is kept full with batched doorbells (`send_descs_batch`: many packets, ONE
    doorbell, at most `in_flight` packets in flight, as workload.py's tuning). Measured in
    a window after a settle time: frames on the wire (Gb/s with FCS, % of 25G counting
@@ -68,7 +73,8 @@ def tuning(size: int) -> dict:
 class CacheBench:
     def __init__(self, dut, cfg: dict):
         self.cfg = cfg
-        self.tb = NicTB(dut, host_latency_ns=cfg.get("host_latency_ns", 1000.0), pcie_lanes=cfg.get("pcie_lanes", 8))
+        self.tb = NicTB(dut, host_latency_ns=cfg.get("host_latency_ns", 1000.0), pcie_lanes=cfg.get("pcie_lanes", 8),
+                        dram=cfg.get("dram_model", "ddr4"))
         self.drv = self.tb.drv
         self.tap = PcieTap(self.tb.dev)
         self.rng = random.Random(cfg.get("seed", 0))
@@ -161,6 +167,14 @@ class CacheBench:
             slot = (self.seq % 256) * 9216
             self.fbuf.write(slot, hb + self.blob_bytes[:flen - h])
             return tag, [Desc(self.fbuf.addr + slot, flen, OP_DATA)], flen
+        if source in ("onchip_all", "dram_all"):
+            # the whole frame from the cache, no host data read: the tier's latency is then
+            # on the path (doorbell, descriptor fetch, cache read, wire) instead of hidden
+            # behind the header's host read; the frame carries no tag (isolated frames only)
+            self.seq += 1
+            off = (self.seq * 4099) % (REGION - flen)
+            base = DRAM_BASE if source == "dram_all" else 0
+            return self.seq, [Desc(base + off, flen, OP_CACHE_APPEND, 0)], flen
         off = (self.seq * 4099) % (REGION - pay)
         if source == "host":
             p = Desc(self.blob.addr + off, pay, OP_DATA, MORE)
@@ -233,7 +247,8 @@ class CacheBench:
             while len(self.wire) == got:
                 await Timer(50, "ns")
             t, _, t_end = self.wire[got]
-            assert t == tag and len(self.wire) == got + 1, "latency: unexpected frame on the wire"
+            assert (t == tag or source.endswith("_all")) and len(self.wire) == got + 1, \
+                "latency: unexpected frame on the wire"
             lat.append(t_end - tok.t_doorbell)
             await Timer(1, "us")
         s = sorted(lat)
@@ -348,7 +363,8 @@ class CacheBench:
                 out["trace"].append(r)
         out.update(seed=cfg.get("seed", 0), sim_ns=now_ns(), wall_s=round(time.monotonic() - self.wall0, 1),
                    driver_errors=list(self.drv.errors), host_latency_ns=self.tb.hostmem.read_latency_ns,
-                   pcie_lanes=self.tb.pcie_lanes)
+                   pcie_lanes=self.tb.pcie_lanes, dram_model=self.tb.dram_model,
+                   dram_counts=dict(self.tb.dram.timing.counts) if self.tb.dram_model == "ddr4" else None)
         return out
 
 

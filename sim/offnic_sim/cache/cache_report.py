@@ -5,6 +5,7 @@ the cache), written to results/bench-cache.json and results/bench-cache.png."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import threading
 import time
@@ -16,6 +17,7 @@ from offnic_sim.cache import cache_study
 from offnic_sim.harness import hw
 from offnic_sim.cache import webtrace
 from offnic_sim.host.cachedir import CacheDir, content_reduction_pct
+from offnic_sim.host import ddr4_model
 
 ROOT = hw.ROOT
 LINE_GBPS = 25.0
@@ -26,7 +28,7 @@ MSS = 1448
 
 def trace_prefix(name: str, seed: int, max_requests: int, max_bytes: int, warm_bytes: int,
                  warm_max: int = 200_000) -> dict:
-    """A window of a workload's trace for the simulation: after a warm-up (the first
+    """A window of a workload's synthetic trace for the simulation: after a warm-up (the first
     requests, until warm_bytes of content or warm_max requests, run through the directory
     alone), at most max_requests requests and no more than max_bytes of content (at
     least one request). The model's reduction: a 16 MiB directory replays the warm-up,
@@ -78,8 +80,9 @@ def served_records(prefixes: list[dict], run: dict) -> list[dict]:
     return out
 
 
-def records(fig3: list[dict], prefixes: list[dict], run: dict, narrow: dict | None = None) -> list[dict]:
-    recs = [dict(r, case="fig3_model") for r in fig3]
+def records(fig3: list[dict], prefixes: list[dict], run: dict, narrow: dict | None = None,
+            sens: list[dict] | None = None) -> list[dict]:
+    recs = [dict(r, case="fig3_model") for r in fig3] + list(sens or [])
     for r in run["hit"]:
         lat = {x["frame_bytes"]: x for x in run["latency"] if x["source"] == r["source"]}
         recs.append(dict(r, latency_ns=lat.get(r["frame_bytes"], {}).get("latency_ns")))
@@ -119,7 +122,7 @@ def plot(recs: list[dict], png: Path) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, axs = plt.subplots(1, 4, figsize=(21, 4.8))
+    fig, axs = plt.subplots(1, 5, figsize=(26, 4.8))
     ax = axs[0]
     f3 = [r for r in recs if r.get("case") == "fig3_model"]
     tr = {r["workload"]: r for r in recs if r.get("case") == "trace_replay"}
@@ -134,6 +137,11 @@ def plot(recs: list[dict], png: Path) -> None:
         if key in tr:
             ax.plot([tr[key]["cache_bytes"] * 1.15], [tr[key]["sim_pcie_reduction_pct"]], marker="P", ms=9,
                     color=line.get_color(), mec="black", ls="none")
+        paper = cache_study.SEED_FIG3.get(key, {}).get("paper_pct")
+        if paper is not None and 16 * 2**20 in x:
+            ax.plot([16 * 2**20], [paper], marker="*", ms=11, color=line.get_color(), mec="black", ls="none")
+    if f3:
+        ax.axhline(cache_study.SEED_MIN_PCT, color="grey", lw=0.6, ls=":")
     ax.set_xscale("log", base=2)
     sizes = sorted({r["cache_bytes"] for r in f3})
     if sizes:
@@ -141,8 +149,8 @@ def plot(recs: list[dict], png: Path) -> None:
     ax.set_ylim(0, 100)
     ax.set_xlabel("cache size (4 KB blocks, LRU)")
     ax.set_ylabel("content traffic removed (%)")
-    ax.set_title("Fig. 3: model (solid single, dashed dual);\n+ = simulated PCIe reduction, trace prefix, 16 MB",
-                 fontsize=9)
+    ax.set_title("Fig. 3, synthetic traces with the logs' published parameters: model (solid single,\n"
+                 "dashed dual); * = the paper (dual 16 MB); + = simulated PCIe reduction, 16 MB", fontsize=9)
     ax.grid(True, alpha=0.3)
     if f3:
         ax.legend(fontsize=7)
@@ -188,6 +196,7 @@ def plot(recs: list[dict], png: Path) -> None:
     ax.set_title("Fig. 7b analogue: served throughput, trace windows", fontsize=9)
     ax.legend(fontsize=7)
     ax.grid(True, axis="y", alpha=0.3)
+    cache_study.plot_sensitivity(axs[4], recs)
     fig.tight_layout()
     png.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(png, dpi=110)
@@ -196,6 +205,12 @@ def plot(recs: list[dict], png: Path) -> None:
 
 def tables(recs: list[dict]) -> str:
     out = []
+    f3 = [r for r in recs if r.get("case") == "fig3_model"]
+    if f3:
+        out += [cache_study.comparison_table(f3), ""]
+    sens = cache_study.sensitivity_table(recs)
+    if sens:
+        out += [sens, ""]
     hit = [r for r in recs if r.get("case") == "hit_path"]
     if hit:
         out += ["| source | frame B | Gb/s | % line | Mpps | latency ns | PCIe down B/frame | PCIe up B/frame |",
@@ -230,6 +245,8 @@ def main(args: list[str], simulate, rel=str) -> int:
     ap.add_argument("--seed", type=int, default=None, help="simulation seed (default: new; OFFNIC_SEED also)")
     ap.add_argument("--trace-seed", type=int, default=1, help="web trace generator seed (default 1)")
     ap.add_argument("--sizes", default=",".join(map(str, HIT_SIZES)), help="hit-path frame sizes with FCS")
+    ap.add_argument("--sources", default="host,onchip,dram,host1",
+                    help="hit-path payload sources (host, onchip, dram, host1: one DATA descriptor)")
     ap.add_argument("--window-us", type=float, default=20.0)
     ap.add_argument("--latency-sizes", default="64,1518")
     ap.add_argument("--latency-frames", type=int, default=20)
@@ -238,6 +255,10 @@ def main(args: list[str], simulate, rel=str) -> int:
     ap.add_argument("--warm-mb", type=int, default=128, help="warm-up content per workload, MB (directory only)")
     ap.add_argument("--workloads", default=",".join(webtrace.WORKLOADS))
     ap.add_argument("--no-fig3", action="store_true", help="skip the full-trace Fig. 3 study")
+    ap.add_argument("--no-sensitivity", action="store_true",
+                    help="skip the sweep of the assumed trace parameters (alpha, burst) at dual 16 MB")
+    ap.add_argument("--dram-model", choices=["ddr4", "ideal"], default="ddr4",
+                    help="the DRAM tier: the K3P-Q's DDR4 timing model (default) or an ideal memory")
     ap.add_argument("--narrow-lanes", type=int, default=2,
                     help="Fig. 7b: replay the windows again with the PCIe link trained down to this many lanes "
                          "(0: skip; default 2)")
@@ -247,25 +268,31 @@ def main(args: list[str], simulate, rel=str) -> int:
     out = Path(a.out) if a.out else ROOT / "results" / "bench-cache.json"
     out = out if out.is_absolute() else Path.cwd() / out
     names = [w for w in a.workloads.split(",") if w]
-    print(f"[offnic] bench cache: trace prefixes ({', '.join(names)}), at most {a.requests} requests / "
+    print(f"[offnic] bench cache: windows of the synthetic traces ({', '.join(names)}), at most {a.requests} requests / "
           f"{a.trace_kb} KB each", flush=True)
     prefixes = [trace_prefix(n, a.trace_seed, a.requests, a.trace_kb * 1000, a.warm_mb * 10**6) for n in names]
     for p in prefixes:
         print(f"  {p['label']:<10} warm-up {len(p['warm_file_id']):>7,} requests ({p['warm_content_bytes'] / 1e6:.0f} MB), "
               f"then {len(p['file_id'])} requests ({sum(p['file_size']) / 1e3:.0f} KB) simulated; model "
               f"{p['model_content_reduction_pct']:.1f}%", flush=True)
-    fig3, fig3_log = [], []
+    fig3, fig3_log, sens = [], [], []
     th = None
-    if not a.no_fig3:
-        print("[offnic] Fig. 3 (directory model, full traces) in the background", flush=True)
+    if not (a.no_fig3 and a.no_sensitivity):
+        print("[offnic] Fig. 3 (directory model, full synthetic traces) and the sensitivity to the assumed "
+              "trace parameters, in the background", flush=True)
 
         def study():
-            fig3.extend(cache_study.run_fig3(hw.BUILD / "bench" / "cache-fig3.json",
-                                             hw.BUILD / "bench" / "cache-fig3.png",
-                                             seed=a.trace_seed, log=fig3_log.append))
+            if not a.no_fig3:
+                fig3.extend(cache_study.run_fig3(hw.BUILD / "bench" / "cache-fig3.json",
+                                                 hw.BUILD / "bench" / "cache-fig3.png",
+                                                 seed=a.trace_seed, log=fig3_log.append))
+            if not a.no_sensitivity:
+                sens.extend(cache_study.sensitivity(seed=a.trace_seed, log=fig3_log.append))
         th = threading.Thread(target=study, daemon=True)
         th.start()
-    cfg = {"hit": {"sizes": [int(x) for x in a.sizes.split(",") if x], "window_us": a.window_us,
+    cfg = {"dram_model": a.dram_model,
+           "hit": {"sources": [x for x in a.sources.split(",") if x],
+                   "sizes": [int(x) for x in a.sizes.split(",") if x], "window_us": a.window_us,
                    "settle_us": 8.0, "latency_sizes": [int(x) for x in a.latency_sizes.split(",") if x],
                    "latency_frames": a.latency_frames},
            # the requests go through a file: an environment variable cannot hold them
@@ -286,7 +313,7 @@ def main(args: list[str], simulate, rel=str) -> int:
     narrow, nth = {}, None
     if a.narrow_lanes:
         # a second simulation at the same time: the same windows over a narrow host link
-        ncfg = {"pcie_lanes": a.narrow_lanes, "hit": {"sizes": [], "latency_sizes": []},
+        ncfg = {"pcie_lanes": a.narrow_lanes, "dram_model": a.dram_model, "hit": {"sizes": [], "latency_sizes": []},
                 "trace_file": cfg["trace_file"]}
         seed = a.seed
 
@@ -307,12 +334,18 @@ def main(args: list[str], simulate, rel=str) -> int:
     if th is not None:
         th.join()
         print("\n".join(fig3_log), flush=True)
-    recs = records(fig3, prefixes, run, narrow or None)
+    recs = records(fig3, prefixes, run, narrow or None, sens)
     head = {"command": " ".join(["./offnic", "bench", "cache", *args]), "seed": run["seed"],
             "trace_seed": a.trace_seed, "replay": " ".join([f"OFFNIC_SEED={run['seed']}", "./offnic", "bench", "cache", *args]),
             "hw_sources_sha256": run.get("hw_sources_sha256"), "sim_wall_s": round(sim_wall, 1),
             "sim_us": round(run["sim_ns"] / 1000, 1), "wall_s": round(time.monotonic() - t0, 1),
             "host_latency_ns": run.get("host_latency_ns"),
+            "dram_model": run.get("dram_model"), "dram_counts": run.get("dram_counts"),
+            "dram_params": dataclasses.asdict(ddr4_model.K3P_Q_DDR4) if run.get("dram_model") == "ddr4" else None,
+            "dram_idle_read_ns": {k: round(ddr4_model.K3P_Q_DDR4.read_latency(k), 1) for k in ("hit", "closed", "conflict")}
+            if run.get("dram_model") == "ddr4" else None,
+            "traces": "synthetic, with the logs' published parameters (webtrace.PARAMETER_SOURCES)",
+            "trace_parameter_sources": webtrace.PARAMETER_SOURCES,
             "narrow_seed": narrow.get("seed"), "narrow_sim_us": round(narrow["sim_ns"] / 1000, 1) if narrow else None}
     recs[0] = {**head, **recs[0]}
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -69,6 +69,11 @@ def ensure_jar() -> Path:
     return JAR
 
 
+# A Design whose top is "sv:<path>" is a SystemVerilog test fixture (no Chisel), such as
+# tests/host/axi4_wire.sv, the wires a bus model's unit test puts between master and slave.
+SV_FIXTURE = "sv:"
+
+
 @dataclass(frozen=True)
 class Design:
     """A generator (`package.Object` under offnic, e.g. "axis.AxisFifo") with parameters."""
@@ -88,6 +93,8 @@ class Design:
         return self.label or self.top.rsplit(".", 1)[-1]
 
     def key(self) -> str:
+        if self.top.startswith(SV_FIXTURE):  # a hand-written test fixture: its own text
+            return digest(self.top, self.params, (ROOT / self.top[len(SV_FIXTURE):]).read_bytes())[:16]
         return digest(self.top, self.params, hw_sources_digest())[:16]
 
     def describe(self) -> str:
@@ -117,6 +124,13 @@ def elaborate(designs: list[Design], root: Path | None = None) -> list[Rtl]:
     outs = [root / f"{d.name}-{d.key()}" for d in designs]
     with _lock("elaborate"):
         todo = [(d, o) for d, o in zip(designs, outs) if not (o / "top_module").exists()]
+        for d, o in [t for t in todo if t[0].top.startswith(SV_FIXTURE)]:
+            src = ROOT / d.top[len(SV_FIXTURE):]
+            o.mkdir(parents=True, exist_ok=True)
+            shutil.copy(src, o / src.name)
+            (o / "filelist.f").write_text(src.name + "\n")
+            (o / "top_module").write_text(src.stem + "\n")
+        todo = [(d, o) for d, o in todo if not d.top.startswith(SV_FIXTURE)]
         if todo:
             ensure_jar()
             jobs = BUILD / "elaborate-jobs.tsv"

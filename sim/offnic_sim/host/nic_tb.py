@@ -17,6 +17,7 @@ from cocotbext.eth import XgmiiFrame, XgmiiSink, XgmiiSource
 from cocotbext.pcie.core import RootComplex
 from cocotbext.pcie.xilinx.us import UltraScalePlusPcieDevice
 
+from offnic_sim.host.ddr4_model import Ddr4Ram
 from offnic_sim.host.driver import OffnicDriver
 from offnic_sim.host.hostmem import DEFAULT_READ_LATENCY_NS, HostMemory
 
@@ -82,6 +83,10 @@ class Port:
 
 # DRAM behind the cache's AXI4 port (the tier uses its first cache_dram_mib MiB).
 DRAM_BYTES = 32 << 20
+# What answers on m_axi: "ddr4", the K3P-Q's DDR4 and controller with their timing
+# (ddr4_model.Ddr4Ram, the default), or "ideal", cocotbext-axi's AxiRam (no DRAM timing:
+# every read answered at once), for tests that want the NIC's own behaviour only.
+DRAM_MODELS = ("ddr4", "ideal")
 
 
 class NicTB:
@@ -89,7 +94,7 @@ class NicTB:
 
     def __init__(self, dut, *, host_latency_ns: float = DEFAULT_READ_LATENCY_NS, port_gbps: int = 25,
                  mode: str = "irq", mps: int = 256, mrrs: int = 512, strict: bool = True,
-                 pcie_lanes: int = 8):
+                 pcie_lanes: int = 8, dram: str = "ddr4"):
         self.dut = dut
         self.clock = dut.clock
         self.mps, self.mrrs = mps, mrrs
@@ -119,7 +124,13 @@ class NicTB:
             quiet(s.log)
         self.hostmem = HostMemory(self.rc, host_latency_ns)
         # The payload cache's DRAM tier: the board's DDR4 behind its controller's AXI4 slave.
-        self.dram = AxiRam(AxiBus.from_prefix(dut, "m_axi"), dut.clock, dut.reset, size=DRAM_BYTES)
+        assert dram in DRAM_MODELS, f"dram: one of {DRAM_MODELS}"
+        self.dram_model = dram
+        if dram == "ideal":
+            self.dram = AxiRam(AxiBus.from_prefix(dut, "m_axi"), dut.clock, dut.reset, size=DRAM_BYTES)
+        else:
+            self.dram = Ddr4Ram(AxiBus.from_prefix(dut, "m_axi"), dut.clock, dut.reset, size=DRAM_BYTES,
+                                period_ns=CORE_PERIOD_NS)
         quiet(self.dram.write_if.log, self.dram.read_if.log)
         self.ports = [Port(dut, k, port_gbps) for k in range(2)]
         self.drv = OffnicDriver(dut, self.rc, mode=mode, hostmem=self.hostmem, strict=strict)
