@@ -38,7 +38,7 @@ from offnic_sim.harness import bench_config
 from offnic_sim.nic_tb import NicTB
 from offnic_sim.workload import LINE_GBPS, WIRE_OVERHEAD
 
-ETH = bytes.fromhex("020000000002" "020000000001" "0800")
+ETH = bytes.fromhex("020000000001" "020000000002" "0800")  # to the driver model's station address
 SEG = 16000
 
 
