@@ -72,7 +72,7 @@ class RxFilter(val inP: AxisParams) extends Module {
   private val passing = Reg(Bool())
   private val marked = Reg(Bool())
   private val accept = h.mine || (h.bcast && cfg.broadcast) ||
-    (h.group && !h.bcast && (cfg.allMulti || cfg.mcHash(h.hash)))
+    (h.group && !h.bcast && (cfg.allMulti || VecInit(cfg.mcHash.asBools)(h.hash)))
   private val pass = Mux(first, accept || cfg.promisc, passing)
   private val mark = Mux(first, !accept, marked)
   private val out = Wire(new AxisIO(outP))
