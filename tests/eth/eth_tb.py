@@ -3,7 +3,7 @@ DIC gap rule, receive verdicts), an XGMII recorder/parser, stat-pulse recorders 
 crafted XGMII "items" (frames with errors in them) the receive benches send.
 
 Randomness comes from Python's `random`, seeded by cocotb from the run's seed (see
-offnic_sim.harness), so any failure replays with OFFNIC_SEED.
+offnic_sim.harness.runner), so any failure replays with OFFNIC_SEED.
 """
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ m_axis (an in-order subsequence of the good frames: drops are whole and counted)
 every statistics counter.
 
 Randomness comes from Python's `random`, seeded by cocotb from the run's seed (see
-offnic_sim.harness), so any failure replays with OFFNIC_SEED.
+offnic_sim.harness.runner), so any failure replays with OFFNIC_SEED.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStream
 from cocotbext.eth import XgmiiSink, XgmiiSource
 
 from eth_tb import MIN_PAYLOAD, RxItem, XgmiiRecorder, check_gaps, rx_model, tx_body
-from offnic_sim.axis_tb import quiet, set_pauses
+from offnic_sim.harness.axis_tb import quiet, set_pauses
 
 CORE_NS = 4.0  # 250 MHz
 PREAMBLE = b"\x55" * 7 + b"\xd5"

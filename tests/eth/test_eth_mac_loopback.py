@@ -19,9 +19,9 @@ from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStream
 
 from eth_tb import (PERIOD_25G_NS, RX_STATS, TX_STATS, StatRecorder, XgmiiRecorder, check_gaps, effective_ifg,
                     random_payload, rx_model, tx_body)
-from offnic_sim.axis_tb import frame_sizes, quiet, set_pauses, user_marks
-from offnic_sim.harness import bench_config, run_cocotb
-from offnic_sim.hw import Design
+from offnic_sim.harness.axis_tb import frame_sizes, quiet, set_pauses, user_marks
+from offnic_sim.harness.runner import bench_config, run_cocotb
+from offnic_sim.harness.hw import Design
 
 
 class TB:

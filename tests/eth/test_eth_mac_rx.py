@@ -27,9 +27,9 @@ from cocotbext.eth import XgmiiSource
 from eth_tb import (ERROR, IDLE, IDLE_WORD, PERIOD_10G_NS, RX_STATS, START, TERM, RxItem, StatRecorder,
                     item_bad_fcs, item_cut_by_start, item_error_char, item_fragment, item_good,
                     item_raw_region, item_tight_pair, random_payload, rx_model, fcs)
-from offnic_sim.axis_tb import quiet
-from offnic_sim.harness import bench_config, run_cocotb
-from offnic_sim.hw import Design
+from offnic_sim.harness.axis_tb import quiet
+from offnic_sim.harness.runner import bench_config, run_cocotb
+from offnic_sim.harness.hw import Design
 
 
 class BeatRules:

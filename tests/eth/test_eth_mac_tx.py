@@ -22,9 +22,9 @@ from cocotbext.eth import XgmiiSink
 
 from eth_tb import (PERIOD_10G_NS, TX_STATS, StatRecorder, WireFrame, XgmiiRecorder, check_gaps,
                     effective_ifg, random_payload, tx_body, wire_bytes)
-from offnic_sim.axis_tb import frame_sizes, quiet, set_pauses, user_marks
-from offnic_sim.harness import bench_config, run_cocotb
-from offnic_sim.hw import Design
+from offnic_sim.harness.axis_tb import frame_sizes, quiet, set_pauses, user_marks
+from offnic_sim.harness.runner import bench_config, run_cocotb
+from offnic_sim.harness.hw import Design
 
 MAX_PAYLOAD = 9000
 

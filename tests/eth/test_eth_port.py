@@ -32,9 +32,9 @@ from cocotb.triggers import ClockCycles
 
 from eth_tb import (item_bad_fcs, item_cut_by_start, item_error_char, item_fragment, item_good, item_raw_region,
                     random_payload)
-from offnic_sim.axis_tb import HoldCheck, frame_sizes
-from offnic_sim.harness import bench_config, run_cocotb
-from offnic_sim.hw import Design
+from offnic_sim.harness.axis_tb import HoldCheck, frame_sizes
+from offnic_sim.harness.runner import bench_config, run_cocotb
+from offnic_sim.harness.hw import Design
 from port_tb import PortTB, WireWatch, wire_frame_bytes
 
 MAX_PAYLOAD = 9000

@@ -9,9 +9,9 @@ import pytest
 from cocotb.triggers import ClockCycles
 from cocotb.clock import Clock
 
-from offnic_sim import harness
-from offnic_sim.harness import bench_config, run_cocotb
-from offnic_sim.hw import Design
+from offnic_sim.harness import runner
+from offnic_sim.harness.runner import bench_config, run_cocotb
+from offnic_sim.harness.hw import Design
 
 TINY = Design.of("axis.AxisRegSlice", bytes=1, user=0)
 
@@ -49,14 +49,14 @@ def test_failure_reports_seed(monkeypatch):
 
 
 def test_model_is_cached():
-    first = harness.model(TINY)
+    first = runner.model(TINY)
     stamp = (first.dir / "built").stat().st_mtime_ns
-    again = harness.model(TINY)
+    again = runner.model(TINY)
     assert again.dir == first.dir and (again.dir / "built").stat().st_mtime_ns == stamp
 
 
 def test_waves_on_request(monkeypatch):
     monkeypatch.setenv("OFFNIC_WAVES", "1")
     run_cocotb(TINY, __name__, testcase="record_randoms", bench={"out": "/dev/null"})
-    runs = sorted(harness.RUNS.glob("*test_waves_on_request*"))
+    runs = sorted(runner.RUNS.glob("*test_waves_on_request*"))
     assert runs and (runs[-1] / "dump.fst").stat().st_size > 0

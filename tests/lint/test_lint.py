@@ -2,7 +2,8 @@
 buffers synthesise to RAM, not flip-flops."""
 import pytest
 
-from offnic_sim import hw, tasks
+from offnic_sim.harness import hw
+from offnic_sim import tasks
 
 
 @pytest.mark.parametrize("config", hw.config_names())

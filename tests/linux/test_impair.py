@@ -1,4 +1,4 @@
-"""The bridge's Impair stage and ArpResponder (sim/offnic_sim/linuxnet.py): pure Python,
+"""The bridge's Impair stage and ArpResponder (sim/offnic_sim/linux/linuxnet.py): pure Python,
 no kernel, no root.
 
 - identity when nothing is configured; frames conserved: in + duplicated = out + dropped
@@ -18,7 +18,7 @@ import struct
 
 import pytest
 
-from offnic_sim.linuxnet import (ETH_P_ARP, ETH_P_IP, ArpResponder, Impair, ImpairConfig, eth_frame, ethertype,
+from offnic_sim.linux.linuxnet import (ETH_P_ARP, ETH_P_IP, ArpResponder, Impair, ImpairConfig, eth_frame, ethertype,
                                  ip_of, mac_bytes, mac_str)
 
 SEED = 7331

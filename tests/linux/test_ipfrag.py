@@ -1,4 +1,4 @@
-"""The reference models of sim/offnic_sim/ipfrag.py on their own: pure Python, no kernel.
+"""The reference models of sim/offnic_sim/net/ipfrag.py on their own: pure Python, no kernel.
 (test_linuxnet.py proves them against Linux; this file pins each rule down by itself, and
 covers what Linux cannot: the NIC caps.)
 
@@ -16,8 +16,8 @@ import pytest
 from scapy.all import IP, raw
 from scapy.all import fragment as scapy_fragment
 
-from offnic_sim import ipfrag
-from offnic_sim.ipfrag import (IP_DF, IP_MF, FragError, FragErrorCode, Reassembler, fragment, header_ok, parse,
+from offnic_sim.net import ipfrag
+from offnic_sim.net.ipfrag import (IP_DF, IP_MF, FragError, FragErrorCode, Reassembler, fragment, header_ok, parse,
                                udp_datagram, udp_payload, with_checksum)
 
 SEED = 4242

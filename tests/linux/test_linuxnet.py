@@ -1,5 +1,5 @@
-"""The reference models of sim/offnic_sim/ipfrag.py against the real kernel, through a TAP
-port into a network namespace (sim/offnic_sim/linuxnet.py). Needs root, iproute2 and
+"""The reference models of sim/offnic_sim/net/ipfrag.py against the real kernel, through a TAP
+port into a network namespace (sim/offnic_sim/linux/linuxnet.py). Needs root, iproute2 and
 /dev/net/tun; skips otherwise. No hardware build involved.
 
 - Linux -> bridge: a UDP socket in the namespace sends 1 B ... 65,507 B datagrams over
@@ -33,10 +33,10 @@ from typing import Callable
 
 import pytest
 
-from offnic_sim import linuxnet
-from offnic_sim.ipfrag import (IP_MF, PROTO_UDP, Reassembler, fragment, ipv4_header, ones_sum16, parse,
+from offnic_sim.linux import linuxnet
+from offnic_sim.net.ipfrag import (IP_MF, PROTO_UDP, Reassembler, fragment, ipv4_header, ones_sum16, parse,
                                udp_datagram, udp_payload, with_checksum)
-from offnic_sim.linuxnet import Impair, ImpairConfig, Namespace, TapPort, ip_of
+from offnic_sim.linux.linuxnet import Impair, ImpairConfig, Namespace, TapPort, ip_of
 
 REASON = linuxnet.unavailable_reason()
 pytestmark = pytest.mark.skipif(REASON is not None, reason=f"real Linux networking unavailable: {REASON}")

@@ -18,9 +18,10 @@ import cocotb
 import pytest
 from cocotb.triggers import Timer
 
-from offnic_sim import ipfrag, linuxnet
-from offnic_sim.harness import run_cocotb
-from offnic_sim.hw import Design
+from offnic_sim.net import ipfrag
+from offnic_sim.linux import linuxnet
+from offnic_sim.harness.runner import run_cocotb
+from offnic_sim.harness.hw import Design
 
 REASON = linuxnet.unavailable_reason()
 NIC = Design.of("nic.Nic", addr_bits=24, board_id=0)
@@ -41,7 +42,7 @@ def frame_for(tap, rng: random.Random, payload: bytes, csum: bool) -> bytes:
 
 @cocotb.test(timeout_time=50, timeout_unit="ms")
 async def nic_to_linux(dut):
-    from offnic_sim.nic_tb import NicTB
+    from offnic_sim.host.nic_tb import NicTB
     rng = random.Random(random.getrandbits(64))
     tb = NicTB(dut)
     await tb.init()

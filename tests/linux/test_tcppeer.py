@@ -1,4 +1,4 @@
-"""The sans-IO TCP peer model (sim/offnic_sim/tcppeer.py), alone and against real Linux TCP.
+"""The sans-IO TCP peer model (sim/offnic_sim/net/tcppeer.py), alone and against real Linux TCP.
 
 Pure Python (no root needed):
 - sequence arithmetic across 2^32, segment build/parse and checksums;
@@ -45,9 +45,9 @@ from typing import Callable
 
 import pytest
 
-from offnic_sim import linuxnet
-from offnic_sim.linuxnet import ETH_P_IP, Impair, ImpairConfig, Namespace, TapPort, eth_frame, ip_of
-from offnic_sim.tcppeer import (ACK, RST, SYN, SegmentError, TcpConfig, TcpPeer, TcpSegment, TcpState,
+from offnic_sim.linux import linuxnet
+from offnic_sim.linux.linuxnet import ETH_P_IP, Impair, ImpairConfig, Namespace, TapPort, eth_frame, ip_of
+from offnic_sim.net.tcppeer import (ACK, RST, SYN, SegmentError, TcpConfig, TcpPeer, TcpSegment, TcpState,
                                 build_packet, parse_segment, seq_add, seq_diff, seq_ge, seq_gt, seq_in, seq_le,
                                 seq_lt, tcp_options)
 

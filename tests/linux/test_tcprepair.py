@@ -1,4 +1,4 @@
-"""sim/offnic_sim/tcprepair.py against the real kernel: freezing, releasing and restoring
+"""sim/offnic_sim/linux/tcprepair.py against the real kernel: freezing, releasing and restoring
 established TCP connections with TCP_REPAIR (the host side of a TCP offload handoff).
 
 Two namespaces, A (10.77.0.1) and B (10.77.0.2), are joined by two TAP ports (MTU 1500)
@@ -48,9 +48,11 @@ from typing import Iterator
 
 import pytest
 
-from offnic_sim import ipfrag, linuxnet, tcprepair
-from offnic_sim.linuxnet import ETH_P_IP, Namespace, TapPort, eth_frame, ip_of
-from offnic_sim.tcprepair import (PairOptions, TcpState, freeze, make_connected_pair, release, restore, seq_add,
+from offnic_sim.net import ipfrag
+from offnic_sim.linux import linuxnet
+from offnic_sim.linux import tcprepair
+from offnic_sim.linux.linuxnet import ETH_P_IP, Namespace, TapPort, eth_frame, ip_of
+from offnic_sim.linux.tcprepair import (PairOptions, TcpState, freeze, make_connected_pair, release, restore, seq_add,
                                   seq_diff, tcp_info)
 
 REASON = linuxnet.unavailable_reason()

@@ -28,11 +28,11 @@ import cocotb
 import pytest
 from cocotb.task import bridge
 
-from offnic_sim import linuxnet
-from offnic_sim.harness import run_cocotb
-from offnic_sim.hw import Design
-from offnic_sim.toe_hwengine import HwEngine, SharedHwEngine
-from offnic_sim.toe_model import EngineParams
+from offnic_sim.linux import linuxnet
+from offnic_sim.harness.runner import run_cocotb
+from offnic_sim.harness.hw import Design
+from offnic_sim.toe.toe_hwengine import HwEngine, SharedHwEngine
+from offnic_sim.toe.toe_model import EngineParams
 
 REASON = linuxnet.unavailable_reason()
 needs_linux = pytest.mark.skipif(REASON is not None, reason=f"real Linux networking unavailable: {REASON}")

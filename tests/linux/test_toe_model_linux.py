@@ -1,4 +1,4 @@
-"""The TCP offload engine's reference model (sim/offnic_sim/toe_model.py) carrying real
+"""The TCP offload engine's reference model (sim/offnic_sim/toe/toe_model.py) carrying real
 Linux connections: the handoff and restore flow of docs/toe.md against Linux 6.x TCP.
 
 Two namespaces, A ("host", 10.77.0.1) and B ("remote", 10.77.0.2), joined by TAPs and
@@ -49,11 +49,11 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from offnic_sim import linuxnet
-from offnic_sim.linuxnet import ETH_P_IP, eth_frame
-from offnic_sim.tcppeer import ACK, RST, SYN, build_packet, parse_segment, seq_add, seq_diff, tcp_options
-from offnic_sim.tcprepair import PairOptions, TcpState, freeze, make_connected_pair, release, restore
-from offnic_sim.toe_model import ConnKey, Engine, EngineParams, Handoff, Memory, Restored, St
+from offnic_sim.linux import linuxnet
+from offnic_sim.linux.linuxnet import ETH_P_IP, eth_frame
+from offnic_sim.net.tcppeer import ACK, RST, SYN, build_packet, parse_segment, seq_add, seq_diff, tcp_options
+from offnic_sim.linux.tcprepair import PairOptions, TcpState, freeze, make_connected_pair, release, restore
+from offnic_sim.toe.toe_model import ConnKey, Engine, EngineParams, Handoff, Memory, Restored, St
 
 # The two-namespace rig, the wire and the checked streams are test_tcprepair's.
 from test_tcprepair import A_IP, A_MAC, B_IP, B_MAC, Seg, Stream, handshake, two_namespaces, wait_for

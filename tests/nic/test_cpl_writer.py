@@ -45,8 +45,8 @@ import cocotb
 import pytest
 from cocotb.triggers import FallingEdge, ReadOnly
 
-from offnic_sim.harness import bench_config, run_cocotb
-from offnic_sim.hw import Design
+from offnic_sim.harness.runner import bench_config, run_cocotb
+from offnic_sim.harness.hw import Design
 from qm_tb import Pins, bench_rng, stall_pattern, start_clock_and_reset, u16
 
 TXQ, RXQ, NE, SLOTS, US = 8, 8, 4, 64, 25

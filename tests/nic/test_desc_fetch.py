@@ -53,8 +53,8 @@ import cocotb
 import pytest
 from cocotb.triggers import FallingEdge, ReadOnly
 
-from offnic_sim.harness import bench_config, run_cocotb
-from offnic_sim.hw import Design
+from offnic_sim.harness.runner import bench_config, run_cocotb
+from offnic_sim.harness.hw import Design
 from qm_tb import Pins, bench_rng, stall_pattern, start_clock_and_reset, u16
 
 N, DEPTH, MAX_BURST, SLOTS, MIN_BURST = 8, 64, 32, 4, 8

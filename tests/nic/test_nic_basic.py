@@ -6,9 +6,9 @@ import random
 import cocotb
 from cocotb.triggers import Timer, with_timeout
 
-from offnic_sim.harness import run_cocotb
-from offnic_sim.hw import Design
-from offnic_sim.nic_tb import NicTB
+from offnic_sim.harness.runner import run_cocotb
+from offnic_sim.harness.hw import Design
+from offnic_sim.host.nic_tb import NicTB
 
 NIC = Design.of("nic.Nic", addr_bits=24, board_id=0)
 

@@ -7,11 +7,11 @@ import random
 import cocotb
 from cocotb.triggers import Timer, with_timeout
 
-from offnic_sim import rings
-from offnic_sim.harness import run_cocotb
-from offnic_sim.hw import Design
-from offnic_sim.nic_tb import NicTB
-from offnic_sim.rings import Desc
+from offnic_sim.host import rings
+from offnic_sim.harness.runner import run_cocotb
+from offnic_sim.harness.hw import Design
+from offnic_sim.host.nic_tb import NicTB
+from offnic_sim.host.rings import Desc
 
 NIC = Design.of("nic.Nic", addr_bits=24, board_id=0)
 NOWHERE = 0xDEAD_0000_0000  # a host address with no memory behind it: reads get UR

@@ -14,10 +14,8 @@ in order, byte-exact, and `rx_filter_drops`, `rx_foreign` and the reassembler's 
 must equal the model's.
 """
 import random
-import sys
 import zlib
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import cocotb
 from cocotb.triggers import Timer
@@ -25,12 +23,10 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "offload"))
-
-from offnic_sim import ipfrag  # noqa: E402
-from offnic_sim.harness import run_cocotb  # noqa: E402
-from offnic_sim.hw import Design  # noqa: E402
-from offnic_sim.nic_tb import NicTB  # noqa: E402
+from offnic_sim.harness.hw import Design
+from offnic_sim.harness.runner import run_cocotb
+from offnic_sim.host.nic_tb import NicTB
+from offnic_sim.net import ipfrag
 
 NIC = Design.of("nic.Nic", addr_bits=24, board_id=0)
 BCAST = b"\xff" * 6

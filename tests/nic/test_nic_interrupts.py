@@ -30,10 +30,10 @@ import cocotb
 from cocotb.simtime import get_sim_time
 from cocotb.triggers import ClockCycles, Timer
 
-from offnic_sim import rings
-from offnic_sim.harness import run_cocotb
-from offnic_sim.hw import Design
-from offnic_sim.nic_tb import NicTB
+from offnic_sim.host import rings
+from offnic_sim.harness.runner import run_cocotb
+from offnic_sim.harness.hw import Design
+from offnic_sim.host.nic_tb import NicTB
 
 NIC = Design.of("nic.Nic", addr_bits=24, board_id=0)
 

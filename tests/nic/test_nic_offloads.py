@@ -38,9 +38,9 @@ from nic_offload_frames import KINDS, ip_packet, linux_partial, non_ip_frame, pa
 from rss_frames import ms_vector_frames, random_frame  # noqa: E402
 from rss_model import MS_KEY, NONE, Enables, rss_result  # noqa: E402
 
-from offnic_sim.harness import run_cocotb  # noqa: E402
-from offnic_sim.hw import Design  # noqa: E402
-from offnic_sim.nic_tb import NicTB  # noqa: E402
+from offnic_sim.harness.runner import run_cocotb  # noqa: E402
+from offnic_sim.harness.hw import Design  # noqa: E402
+from offnic_sim.host.nic_tb import NicTB  # noqa: E402
 
 NIC = Design.of("nic.Nic", addr_bits=24, board_id=0)
 JUMBO_RX = 9014     # longest RX frame without FCS we send (9000-byte IP payload)

@@ -10,9 +10,9 @@ import random
 import cocotb
 from cocotb.triggers import Combine, SimTimeoutError, Timer, with_timeout
 
-from offnic_sim.harness import run_cocotb
-from offnic_sim.hw import Design
-from offnic_sim.nic_tb import NicTB
+from offnic_sim.harness.runner import run_cocotb
+from offnic_sim.harness.hw import Design
+from offnic_sim.host.nic_tb import NicTB
 
 NIC = Design.of("nic.Nic", addr_bits=24, board_id=0)
 JUMBO = 9014  # largest frame without FCS with a 9000-byte payload

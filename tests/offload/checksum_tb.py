@@ -7,7 +7,7 @@ import cocotb
 from cocotb.triggers import RisingEdge
 from cocotbext.axi import AxiStreamFrame
 
-from offnic_sim.axis_tb import Beat
+from offnic_sim.harness.axis_tb import Beat
 
 
 class PulseCounter:

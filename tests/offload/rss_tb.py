@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from cocotb.triggers import RisingEdge
 from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamMonitor, AxiStreamSink
 
-from offnic_sim.axis_tb import Scoreboard, StreamTB, drain, quiet, user_marks
+from offnic_sim.harness.axis_tb import Scoreboard, StreamTB, drain, quiet, user_marks
 from rss_frames import Frame
 from rss_model import Enables, RssResult, pack_result, result_bytes, rss_result, unpack_result
 

@@ -26,9 +26,9 @@ import cocotb
 import pytest
 from cocotb.triggers import RisingEdge
 
-from offnic_sim.axis_tb import BeatTap, HoldCheck, set_pauses
-from offnic_sim.harness import bench_config, run_cocotb
-from offnic_sim.hw import Design
+from offnic_sim.harness.axis_tb import BeatTap, HoldCheck, set_pauses
+from offnic_sim.harness.runner import bench_config, run_cocotb
+from offnic_sim.harness.hw import Design
 from rss_frames import Frame, ms_vector_frames, random_frame, scapy_view, truncation_templates
 from rss_model import (IPV4, IPV6, MS_IPV4_VECTORS, MS_IPV6_VECTORS, MS_KEY, NONE, TCP, UDP, Enables, RssResult,
                        rss_input, toeplitz, tuple_bytes)

@@ -20,10 +20,10 @@ from cocotbext.axi import AxiStreamFrame
 
 from checksum_ref import linux_complete_ok, linux_packets, ones_sum
 from checksum_tb import gaps, stream_frame
-from offnic_sim.axis_tb import (BACK_PRESSURE, JUMBO, BeatTap, HoldCheck, Scoreboard, StreamTB, drain, frame_sizes,
+from offnic_sim.harness.axis_tb import (BACK_PRESSURE, JUMBO, BeatTap, HoldCheck, Scoreboard, StreamTB, drain, frame_sizes,
                                 user_marks)
-from offnic_sim.harness import bench_config, run_cocotb
-from offnic_sim.hw import Design
+from offnic_sim.harness.runner import bench_config, run_cocotb
+from offnic_sim.harness.hw import Design
 
 PERIOD_NS = 4.0
 DRAIN_MAX = 200_000  # cycles a phase may take before the bench calls it a hang (~6x the slowest seen)

@@ -23,9 +23,9 @@ from cocotbext.axi import AxiStreamFrame
 
 from checksum_ref import TxCase, linux_packets, l4_checksum_ok, random_tx_case
 from checksum_tb import PulseCounter, frame_ends, gaps, stream_frame
-from offnic_sim.axis_tb import BACK_PRESSURE, JUMBO, BeatTap, HoldCheck, Scoreboard, StreamTB, drain, frame_sizes
-from offnic_sim.harness import bench_config, run_cocotb
-from offnic_sim.hw import Design
+from offnic_sim.harness.axis_tb import BACK_PRESSURE, JUMBO, BeatTap, HoldCheck, Scoreboard, StreamTB, drain, frame_sizes
+from offnic_sim.harness.runner import bench_config, run_cocotb
+from offnic_sim.harness.hw import Design
 
 PERIOD_NS = 4.0
 DRAIN_MAX = 200_000  # cycles a phase may take before the bench calls it a hang (~6x the slowest seen)

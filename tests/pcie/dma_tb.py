@@ -21,7 +21,7 @@ from cocotbext.pcie.core.tlp import TlpType
 from cocotbext.pcie.xilinx.us import UltraScalePlusPcieDevice
 from cocotbext.pcie.xilinx.us.tlp import ErrorCode, Tlp_us
 
-from offnic_sim.axis_tb import HoldCheck, pause_pattern
+from offnic_sim.harness.axis_tb import HoldCheck, pause_pattern
 
 RAM_BYTES = 64 * 1024
 CLOCK_NS = 4.0  # user_clk, 250 MHz

@@ -15,10 +15,10 @@ from cocotbext.axi import AxiStreamBus
 from cocotbext.pcie.core import RootComplex
 from cocotbext.pcie.xilinx.us import UltraScalePlusPcieDevice
 
-from offnic_sim import regs
-from offnic_sim.harness import run_cocotb
-from offnic_sim.hw import Design
-from offnic_sim.regblocks import discover
+from offnic_sim.host import regs
+from offnic_sim.harness.runner import run_cocotb
+from offnic_sim.harness.hw import Design
+from offnic_sim.host.regblocks import discover
 
 BAR0_BYTES = 16 << 20
 

@@ -21,8 +21,8 @@ from cocotb.triggers import ClockCycles
 
 from dma_tb import (ABORT, BAD_DESC, CLOCK_NS, ERROR_NAMES, MALFORMED, OK, POISONED, RAM_BYTES, TIMEOUT,
                     UNSUPPORTED, DmaTB, Desc)
-from offnic_sim.harness import run_cocotb
-from offnic_sim.hw import Design
+from offnic_sim.harness.runner import run_cocotb
+from offnic_sim.harness.hw import Design
 
 TIMEOUT_CYCLES = 5000  # the bench's completion timeout: 20 us
 DESIGN = Design.of("pcie.DmaTestTop", ram_addr_bits=16, tags=32, desc_slots=32,

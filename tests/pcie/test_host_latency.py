@@ -1,4 +1,4 @@
-"""Host memory read latency (offnic_sim.hostmem.HostMemory) on the DMA engine bench.
+"""Host memory read latency (offnic_sim.host.hostmem.HostMemory) on the DMA engine bench.
 
 The DMA bench design ("dma" in hw/configs/dma.toml) reads host memory through
 cocotbext-pcie's root complex, with HostMemory answering every read 1 us late, as a
@@ -14,9 +14,9 @@ import cocotb
 from cocotb.triggers import ClockCycles
 
 from dma_tb import CLOCK_NS, OK, DmaTB, Desc
-from offnic_sim import hw
-from offnic_sim.harness import run_cocotb
-from offnic_sim.hostmem import HostMemory
+from offnic_sim.harness import hw
+from offnic_sim.harness.runner import run_cocotb
+from offnic_sim.host.hostmem import HostMemory
 
 LATENCY_NS = 1000.0
 DESIGN = next(d for d in hw.load_config("dma") if d.name == "dma")

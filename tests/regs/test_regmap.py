@@ -17,10 +17,11 @@ from cocotb.triggers import ClockCycles
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster
 from cocotbext.axi.constants import AxiResp
 
-from offnic_sim import regmap_codegen, regs
-from offnic_sim.harness import run_cocotb
-from offnic_sim.hw import Design
-from offnic_sim.regblocks import discover, walk_chain
+from offnic_sim.harness import regmap_codegen
+from offnic_sim.host import regs
+from offnic_sim.harness.runner import run_cocotb
+from offnic_sim.harness.hw import Design
+from offnic_sim.host.regblocks import discover, walk_chain
 
 ID_PARAMS = dict(fpga_id=0x04A63093, board_id=1, board_version=2, build_date=1_795_000_000,
                  git_hash=0x1234ABCD, core_freq_khz=250_000)

@@ -16,8 +16,10 @@ from collections import Counter, OrderedDict
 import numpy as np
 import pytest
 
-from offnic_sim import cache_study, cachedir, webtrace
-from offnic_sim.cachedir import APPEND_CACHE, APPEND_HOST, INSERT, CacheDir, Cmd
+from offnic_sim.cache import cache_study
+from offnic_sim.host import cachedir
+from offnic_sim.cache import webtrace
+from offnic_sim.host.cachedir import APPEND_CACHE, APPEND_HOST, INSERT, CacheDir, Cmd
 
 MIB = 1 << 20
 

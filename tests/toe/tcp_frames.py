@@ -5,8 +5,8 @@ from __future__ import annotations
 import random
 import struct
 
-from offnic_sim.ipfrag import with_checksum
-from offnic_sim.tcppeer import build_packet, tcp_options
+from offnic_sim.net.ipfrag import with_checksum
+from offnic_sim.net.tcppeer import build_packet, tcp_options
 
 MACS = bytes.fromhex("020000000002" "020000000001")
 

@@ -1,7 +1,7 @@
 """The TCP offload engine's connection table (hw/src/offnic/toe/ConnTable.scala) against
-its exact model `offnic_sim.conntable_model.ConnTableModel`.
+its exact model `offnic_sim.toe.conntable_model.ConnTableModel`.
 
-The bench driver (offnic_sim/conntable_tb.py) plays every interface cycle by cycle (valid
+The bench driver (offnic_sim/toe/conntable_tb.py) plays every interface cycle by cycle (valid
 with random gaps, ready with random stalls) and stamps each transfer with its cycle, which
 is what the checks need:
 - every command's response (status, moves made) is the model's, command by command;
@@ -23,10 +23,10 @@ from __future__ import annotations
 import cocotb
 from cocotb.triggers import ClockCycles
 
-from offnic_sim import conntable_model as ctm
-from offnic_sim.conntable_tb import ConnTableTB, colliding_keys
-from offnic_sim.harness import run_cocotb
-from offnic_sim.hw import Design
+from offnic_sim.toe import conntable_model as ctm
+from offnic_sim.toe.conntable_tb import ConnTableTB, colliding_keys
+from offnic_sim.harness.runner import run_cocotb
+from offnic_sim.harness.hw import Design
 
 CONNECTIONS, BUCKETS, MAX_KICKS = 64, 16, 16
 

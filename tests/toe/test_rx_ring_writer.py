@@ -32,8 +32,8 @@ from cocotb.triggers import ClockCycles, FallingEdge, Timer
 from cocotbext.axi import AxiBus, AxiRam, AxiStreamBus, AxiStreamFrame, AxiStreamSource
 from cocotbext.axi.constants import AxiResp
 
-from offnic_sim.harness import run_cocotb
-from offnic_sim.hw import Design
+from offnic_sim.harness.runner import run_cocotb
+from offnic_sim.harness.hw import Design
 
 M32 = (1 << 32) - 1
 RAM_BITS = 22

@@ -1,5 +1,5 @@
 """The TCP engine's decision (hw/src/offnic/toe/TcpDecide.scala) against the exact model
-(sim/offnic_sim/toe_model.py), decision by decision.
+(sim/offnic_sim/toe/toe_model.py), decision by decision.
 
 The model carries connections through lossy, reordering, duplicating links against
 TcpPeers, plus hostile input and scripted cases (toe_sim.decision_traces), recording for
@@ -20,9 +20,10 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, FallingEdge
 
-from offnic_sim import toe_hw, toe_sim
-from offnic_sim.harness import run_cocotb
-from offnic_sim.hw import Design
+from offnic_sim.toe import toe_hw
+from offnic_sim.toe import toe_sim
+from offnic_sim.harness.runner import run_cocotb
+from offnic_sim.harness.hw import Design
 
 
 @cocotb.test(timeout_time=200, timeout_unit="ms")

@@ -17,11 +17,11 @@ from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, FallingEdge, Timer
 from cocotbext.axi import AxiStreamBus, AxiStreamSink
 
-from offnic_sim.harness import run_cocotb
-from offnic_sim.hw import Design
-from offnic_sim.ipfrag import ones_sum16
-from offnic_sim.toe_hw import field_port, sack_port
-from offnic_sim.tcppeer import build_packet, parse_segment
+from offnic_sim.harness.runner import run_cocotb
+from offnic_sim.harness.hw import Design
+from offnic_sim.net.ipfrag import ones_sum16
+from offnic_sim.toe.toe_hw import field_port, sack_port
+from offnic_sim.net.tcppeer import build_packet, parse_segment
 
 
 def random_header(rng: random.Random) -> dict:

@@ -14,10 +14,10 @@ import time
 import cocotb
 from cocotb.task import bridge
 
-from offnic_sim import toe_sim
-from offnic_sim.harness import run_cocotb
-from offnic_sim.hw import Design
-from offnic_sim.toe_hwengine import HwEngine
+from offnic_sim.toe import toe_sim
+from offnic_sim.harness.runner import run_cocotb
+from offnic_sim.harness.hw import Design
+from offnic_sim.toe.toe_hwengine import HwEngine
 
 CONNECTIONS, BUCKETS, SLOTS = 64, 16, 256
 

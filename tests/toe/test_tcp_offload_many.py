@@ -11,9 +11,10 @@ import time
 import cocotb
 from cocotb.task import bridge
 
-from offnic_sim import toe_many, toe_sim
-from offnic_sim.harness import run_cocotb
-from offnic_sim.hw import Design
+from offnic_sim.toe import toe_many
+from offnic_sim.toe import toe_sim
+from offnic_sim.harness.runner import run_cocotb
+from offnic_sim.harness.hw import Design
 
 CONNECTIONS, BUCKETS, SLOTS = 64, 16, 256     # test_tcp_offload's build
 MANY = int(os.environ.get("OFFNIC_TOE_MANY", 32))

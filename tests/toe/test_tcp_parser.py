@@ -1,5 +1,5 @@
 """The TCP engine's parser (hw/src/offnic/toe/TcpParser.scala) against
-`offnic_sim.tcp_parse.expected` (Linux's header checks and option parsing).
+`offnic_sim.toe.tcp_parse.expected` (Linux's header checks and option parsing).
 
 Frames go in with random gaps and come out with random stalls, unchanged; each frame's
 info (taken with random back-pressure) must equal the reference, in frame order:
@@ -23,9 +23,9 @@ from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, FallingEdge
 from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
 
-from offnic_sim import tcp_parse
-from offnic_sim.harness import run_cocotb
-from offnic_sim.hw import Design
+from offnic_sim.toe import tcp_parse
+from offnic_sim.harness.runner import run_cocotb
+from offnic_sim.harness.hw import Design
 from tcp_frames import traffic
 
 FIELDS = ["kind", "bad", "key", "seq", "ack", "flags", "window", "tsPresent", "tsVal", "tsEcr", "dataStart",

@@ -20,10 +20,10 @@ from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, FallingEdge, Timer
 from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSource
 
-from offnic_sim import conntable_model as ctm
-from offnic_sim import tcp_parse
-from offnic_sim.harness import run_cocotb
-from offnic_sim.hw import Design
+from offnic_sim.toe import conntable_model as ctm
+from offnic_sim.toe import tcp_parse
+from offnic_sim.harness.runner import run_cocotb
+from offnic_sim.harness.hw import Design
 from tcp_frames import conn_key, eth, segment, spoil, traffic
 
 CONNECTIONS, BUCKETS = 64, 16

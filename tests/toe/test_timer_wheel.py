@@ -17,8 +17,8 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, FallingEdge, Timer
 
-from offnic_sim.harness import run_cocotb
-from offnic_sim.hw import Design
+from offnic_sim.harness.runner import run_cocotb
+from offnic_sim.harness.hw import Design
 
 CONNECTIONS, SLOTS = 256, 64
 MASK = (1 << 24) - 1

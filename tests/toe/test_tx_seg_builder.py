@@ -31,10 +31,10 @@ from cocotbext.axi import AxiBus
 from cocotbext.axi.axi_ram import AxiRamRead
 from cocotbext.axi.constants import AxiResp
 
-from offnic_sim.harness import run_cocotb
-from offnic_sim.hw import Design
-from offnic_sim.tcppeer import build_packet, parse_segment
-from offnic_sim.toe_hw import ADDR_FIELDS, field_port, sack_port
+from offnic_sim.harness.runner import run_cocotb
+from offnic_sim.harness.hw import Design
+from offnic_sim.net.tcppeer import build_packet, parse_segment
+from offnic_sim.toe.toe_hw import ADDR_FIELDS, field_port, sack_port
 
 MAX_PAYLOAD = 9216
 BUF_WORDS = 1024  # the block's buffer (buf_words)

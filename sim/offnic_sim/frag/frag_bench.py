@@ -1,0 +1,320 @@
+"""The cycle-accurate part of `./offnic bench frag` (cocotb side; frag_report.py runs it
+on the whole NIC as tasks.py runs workload.py): the TX fragmentation offload's goodput.
+
+One NicTB (PCIe Gen3 x8 host with 1 us read latency, 25G XGMII ports, driver model in
+interrupt mode), TX queue 0 on port 0. Per case (link MTU, UDP payload size, checksum
+offload on or off): the driver keeps the ring fed with the same datagram (an Ethernet
+frame of up to 65,549 bytes, in descriptors of at most 16,000 bytes; at most 4 datagrams
+in flight: the 192 KiB TX RAM holds two of 64 KB), the NIC cuts each into fragments. In a
+window after a settle time: fragments on the wire and their bytes (with FCS), so Gb/s on
+the wire, % of 25G counting 20 B of preamble and gap per frame, and goodput = the UDP
+payload the window's fragments carry (their IP payload less each datagram's UDP header)
+over the window. Every fragment is compared with `ipfrag.fragment()` of the datagram.
+
+RX cases (the Reassembler, docs/frag.md): port 0 receives 64 KB datagrams cut by
+`ipfrag.fragment()` back to back at 25G (each datagram a new identification), RX queue 0
+(1,024 buffers of 9,216 B, interrupt moderation 8 completions / 5 us), 64 reassembly
+buffers. With the offload the driver gets one completion per datagram; without, every
+fragment and the host stack (`ipfrag.Reassembler`, Linux's rules) reassembles. In the
+window: UDP payload of the datagrams delivered (Gb/s), completions and interrupts per MB
+delivered. `flood`: one never-completed fragment (a new key each) after every N good frames:
+contexts run out and good datagrams continue through the host path; every one must
+still arrive. Latency: one datagram at a time, from its last fragment leaving the
+simulated link (XgmiiSource idle) to the driver taking the completion (moderation off).
+"""
+from __future__ import annotations
+
+import json
+import random
+import struct
+import time
+
+import cocotb
+from cocotb.simtime import get_sim_time
+from cocotb.triggers import Timer
+
+from offnic_sim.net import ipfrag
+from offnic_sim.harness.runner import bench_config
+from offnic_sim.host.nic_tb import NicTB
+from offnic_sim.net.wire import LINE_GBPS, WIRE_OVERHEAD
+
+ETH = bytes.fromhex("020000000001" "020000000002" "0800")  # to the driver model's station address
+SEG = 16000
+
+
+def now_ns() -> float:
+    return get_sim_time("ns")
+
+
+def segment_points(n: int, seg: int = SEG) -> list[int] | None:
+    """Split points of an n-byte frame into descriptors of at most `seg` bytes."""
+    return list(range(seg, n, seg)) or None
+
+
+def datagram(rng: random.Random, payload: int, csum: bool) -> tuple[bytes, bytes]:
+    """(the frame the host hands over, the datagram as it must leave: UDP checksum filled)."""
+    src, dst = bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2])
+    full = ipfrag.udp_datagram(src, dst, 40000, 9, rng.randbytes(payload), rng.randrange(65536))
+    if not csum:
+        return ETH + full, full
+    ulen = 8 + payload
+    seed = ipfrag.ones_sum16(src + dst + struct.pack("!BBH", 0, ipfrag.PROTO_UDP, ulen))
+    return ETH + full[:26] + seed.to_bytes(2, "big") + full[28:], full
+
+
+class FragBench:
+    def __init__(self, dut, cfg: dict):
+        self.cfg = cfg
+        self.tb = NicTB(dut, host_latency_ns=cfg.get("host_latency_ns", 1000.0))
+        self.drv = self.tb.drv
+        self.rng = random.Random(cfg.get("seed", 0))
+        self.wire: list[tuple[int, float]] = []   # (bytes with FCS, end time ns)
+        self.expect: list[bytes] = []
+        self.bad = 0
+        self.wall0 = time.monotonic()
+
+    def progress(self, **kw) -> None:
+        p = self.cfg.get("progress")
+        if p:
+            with open(p, "a") as f:
+                f.write(json.dumps({"t_us": round(now_ns() / 1000, 1), "wall_s": round(time.monotonic() - self.wall0, 1),
+                                    **kw}) + "\n")
+
+    async def setup(self) -> None:
+        await self.tb.init()
+        await self.drv.open_tx_queue(0, size=256, port=0, buf_size=16384, mod_count=4, mod_time_us=2)
+        for b in self.drv.blocks["eth_port"]:
+            await b.write("max_frame_len", 9018)
+        cocotb.start_soon(self._sink())
+
+    async def _sink(self) -> None:
+        sink = self.tb.ports[0].sink
+        while True:
+            f = await sink.recv()
+            data = bytes(f.get_payload(strip_fcs=False))
+            if self.expect:
+                want = self.expect.pop(0)
+                if data[:len(want)] != want:
+                    self.bad += 1
+            self.wire.append((len(data), f.sim_time_end / 1000.0))
+
+    async def case(self, mtu: int, payload: int, csum: bool, window_us: float, settle_us: float) -> dict:
+        drv = self.drv
+        await drv.block("tx_engine").write("mtu", mtu | mtu << 16)
+        frame, full = datagram(self.rng, payload, csum)
+        frags = ipfrag.fragment(full, mtu)
+        order = frags[1:] + frags[:1] if csum and len(frags) > 1 else frags
+        out = [ETH + f for f in order]
+        points = segment_points(len(frame))
+        c0 = await drv.counters("tx_engine")
+        self.wire = []
+        t0 = now_ns()
+        w0, w1 = t0 + settle_us * 1000, t0 + (settle_us + window_us) * 1000
+        toks = []
+        sent = 0
+        while now_ns() < w1:
+            while len([t for t in toks if t.cpl is None]) >= 4:
+                await Timer(200, "ns")
+            self.expect += out
+            toks.append(await drv.send(0, frame, segments=points, csum=(34, 40) if csum else None))
+            sent += 1
+        while any(t.cpl is None for t in toks):
+            await Timer(1, "us")
+        n = -1
+        while n != len(self.wire):
+            n = len(self.wire)
+            await Timer(3, "us")
+        c1 = await drv.counters("tx_engine")
+        assert not self.bad and not self.expect, f"MTU {mtu} {payload} B: {self.bad} fragments differ, {len(self.expect)} missing"
+        assert all(t.cpl.status == 0 for t in toks)
+        win = [(b, t) for b, t in self.wire if w0 < t <= w1]
+        nf = len(win) - 1
+        ns = win[-1][1] - win[0][1]
+        wire_b = sum(b for b, _ in win[1:])
+        per = len(out)
+        datagrams = nf / per
+        return {"case": f"tx_mtu{mtu}_{payload + 28}B{'_csum' if csum else ''}", "direction": "tx", "mtu": mtu,
+                "datagram_size": payload + 28, "udp_payload": payload, "csum_offload": csum,
+                "fragments_per_datagram": per, "frames": nf, "window_us": window_us,
+                # UDP payload: each frame's IP payload (frame - 14 - 20 - FCS) less the
+                # UDP header of each datagram's first fragment
+                "gbps": round((sum(b - 38 for b, _ in win[1:]) - 8 * datagrams) * 8 / ns, 3),
+                "wire_gbps": round(wire_b * 8 / ns, 3),
+                "line_rate_pct": round(100 * (wire_b + WIRE_OVERHEAD * nf) * 8 / ns / LINE_GBPS, 2),
+                "datagrams_per_s": round(datagrams / ns * 1e9),
+                "frag_datagrams": c1["frag_datagrams"] - c0["frag_datagrams"],
+                "frag_fragments": c1["frag_fragments"] - c0["frag_fragments"], "datagrams_sent": sent}
+
+    # ------------------------------------------------------------------ RX: reassembly
+    async def rx_setup(self) -> None:
+        drv = self.drv
+        await drv.set_rss(enable=False)
+        await drv.set_default_queue(port=0, q=0)
+        await drv.open_rx_queue(0, size=1024, buf_size=9216, mod_count=8, mod_time_us=5)
+        await drv.enable_reasm(64)
+        await Timer(40, "us")  # the reassembler clears its bitmaps for 33 us after reset
+        self.host_stack = ipfrag.Reassembler(max_dist=0)
+
+    def rx_datagrams(self, mtu: int, payload: int, n: int) -> list[tuple[bytes, list[bytes]]]:
+        out = []
+        for k in range(n):
+            src, dst = bytes([10, 0, 1, 1]), bytes([10, 0, 1, 2])
+            d = ipfrag.udp_datagram(src, dst, 40000, 9, self.rng.randbytes(payload), (self.ident + k) & 0xFFFF)
+            out.append((d, [ETH + f for f in ipfrag.fragment(d, mtu)]))
+        self.ident += n
+        return out
+
+    def _rx_take(self, pkts, got: list) -> None:
+        for p in pkts:
+            ds = [p.data[14:]] if p.reassembled else self.host_stack.push(p.data[14:])
+            got += [(d, p.cpl_time) for d in ds]
+
+    async def _rx_drain(self, got: list, idle_us: float = 25.0) -> int:
+        n, pkts, quiet = 0, 0, 0.0
+        while quiet < idle_us:
+            await Timer(1, "us")
+            new = []
+            while self.drv.rx_pending(0):
+                new.append(await self.drv.recv(0))
+            pkts += len(new)
+            self._rx_take(new, got)
+            quiet = 0.0 if new else quiet + 1.0
+        return pkts
+
+    async def rx_case(self, mtu: int, payload: int, offload: bool, window_us: float, settle_us: float,
+                      flood: int = 0) -> dict:
+        drv = self.drv
+        await drv.block("reasm").write("control", int(offload))
+        for b in drv.blocks["eth_port"]:
+            await b.write("max_frame_len", 9022)
+        port = self.tb.ports[0]
+        one = self.rx_datagrams(mtu, payload, 1)[0][1]
+        per = len(one)
+        wire_ns = sum((max(len(f), 60) + 4 + WIRE_OVERHEAD) * 8 / LINE_GBPS for f in one)  # one datagram on the wire
+        n = int((settle_us + window_us) * 1000 / wire_ns) + 2
+        dgrams = self.rx_datagrams(mtu, payload, n)
+        frames, flooded = [], 0
+        for d, fs in dgrams:
+            for f in fs:
+                frames.append(f)
+                if flood and len(frames) % (flood + 1) == flood:
+                    # a first fragment of a datagram that never completes, a new key each
+                    src = bytes([10, 9, self.rng.randrange(256), self.rng.randrange(256)])
+                    h = ipfrag.ipv4_header(src, bytes([10, 0, 1, 2]), ipfrag.PROTO_UDP, 64,
+                                           self.rng.randrange(65536), frag_off=ipfrag.IP_MF)
+                    frames.append(ETH + h + self.rng.randbytes(64))
+                    flooded += 1
+        c0, irq0, st0 = await drv.counters("reasm"), sum(drv.irqs.values()), dict(drv.stats)
+        got: list = []
+
+        async def feed():
+            for f in frames:
+                await port.send(f)
+        feeder = cocotb.start_soon(feed())
+        pkts = 0
+        while not feeder.done() or not port.source.idle():
+            await Timer(2, "us")
+            new = []
+            while drv.rx_pending(0):
+                new.append(await drv.recv(0))
+            pkts += len(new)
+            self._rx_take(new, got)
+        await port.source.wait()
+        pkts += await self._rx_drain(got)
+        c1, irq1 = await drv.counters("reasm"), sum(drv.irqs.values())
+        sent = {d: None for d, _ in dgrams}
+        ok = [d for d, _ in got if d in sent]
+        missing = len(sent) - len(set(ok))
+        if missing or len(ok) != len(sent):
+            ids = {d[4:6]: d for d in sent}
+            for d, _ in got:
+                if d not in sent:
+                    w = ids.get(d[4:6])
+                    diff = next((i for i in range(min(len(d), len(w or b""))) if d[i] != w[i]), None) if w else None
+                    print(f"[bench] bad datagram id {d[4:6].hex()} len {len(d)} vs {len(w) if w else None}: "
+                          f"first difference at {diff}: got {d[diff:diff+16].hex() if diff is not None else ''} "
+                          f"want {w[diff:diff+16].hex() if diff is not None else ''}", flush=True)
+            ports = await drv.port_counters(0)
+            raise AssertionError(f"RX MTU {mtu} offload {offload}: {missing} of {len(sent)} datagrams missing, "
+                                 f"{len(ok) - len(set(ok))} twice; reasm {c1}; rx_engine {await drv.counters('rx_engine')}; "
+                                 f"port 0 drops {ports['rx_fifo_drops']}, oversize {ports['rx_oversize']}")
+        # Goodput from the delivery rate: the least-squares slope of delivery time over
+        # datagram number (blind to the fixed latency in front, and averaging out the
+        # batching of completions by interrupt moderation).
+        times = sorted(t for _, t in got)
+        span = times[-1] - times[0]
+        k = len(times)
+        mi, mt = (k - 1) / 2, sum(times) / k
+        slope = sum((i - mi) * (t - mt) for i, t in enumerate(times)) / max(1e-9, sum((i - mi) ** 2 for i in range(k)))
+        gbps = payload * 8 / slope if k > 1 and slope > 0 else 0.0
+        mb = sum(len(d) - 28 for d, _ in got) / 1e6
+        return {"case": f"rx_mtu{mtu}_{payload + 28}B_{'offload' if offload else 'host'}{'_flood' if flood else ''}",
+                "direction": "rx", "mtu": mtu, "datagram_size": payload + 28, "udp_payload": payload,
+                "offload": offload, "fragments_per_datagram": per, "flood_fragments": flooded,
+                "window_us": round(span / 1000, 1), "datagrams": len(sent),
+                "gbps": round(gbps, 3),
+                # of the most UDP payload a 25G link carries in these fragments
+                "line_rate_pct": round(100 * gbps / (payload * 8 / wire_ns), 2),
+                f"completions_per_mb_{'offload' if offload else 'host'}": round(pkts / mb, 2),
+                "interrupts_per_mb": round((irq1 - irq0) / mb, 2),
+                "reassembled_by_nic": c1["reassembled"] - c0["reassembled"],
+                "bypassed": c1["bypassed"] - c0["bypassed"], "timeouts": c1["timeout"] - c0["timeout"]}
+
+    async def rx_latency(self, mtu: int, payload: int, count: int = 4) -> dict:
+        drv = self.drv
+        await drv.block("reasm").write("control", 1)
+        await drv.set_moderation("rx", 0, count=1, time_us=0)
+        port = self.tb.ports[0]
+        lat = []
+        for d, fs in self.rx_datagrams(mtu, payload, count):
+            for f in fs:
+                await port.send(f)
+            await port.source.wait()
+            t_last = now_ns()
+            p = await drv.recv(0, timeout_us=200)
+            assert p.reassembled and p.data[14:] == d
+            lat.append(p.cpl_time - t_last)
+        await drv.set_moderation("rx", 0, count=8, time_us=5)
+        return {"case": f"rx_latency_mtu{mtu}_{payload + 28}B", "direction": "rx", "mtu": mtu,
+                "datagram_size": payload + 28, "latency_ns": round(sum(lat) / len(lat), 1),
+                "latency_ns_max": round(max(lat), 1), "gbps": None, "line_rate_pct": None}
+
+    async def run(self) -> dict:
+        await self.setup()
+        self.ident = self.rng.randrange(65536)
+        out = []
+        rx = []
+        if self.cfg.get("rx_cases"):
+            await self.rx_setup()
+            for c in self.cfg["rx_cases"]:
+                self.progress(phase=f"RX MTU {c['mtu']} {c['payload']} B offload {c['offload']} flood {c.get('flood', 0)}")
+                if c.get("latency"):
+                    rx.append(await self.rx_latency(c["mtu"], c["payload"]))
+                else:
+                    rx.append(await self.rx_case(c["mtu"], c["payload"], c["offload"], c.get("window_us", 60.0),
+                                                 c.get("settle_us", 10.0), c.get("flood", 0)))
+        for c in self.cfg.get("cases", []):
+            self.progress(phase=f"MTU {c['mtu']} {c['payload']} B csum {c['csum']}")
+            out.append(await self.case(c["mtu"], c["payload"], c["csum"], c.get("window_us", 60.0),
+                                       c.get("settle_us", 10.0)))
+        return {"tx": out, "rx": rx, "seed": self.cfg.get("seed", 0), "sim_ns": now_ns(),
+                "wall_s": round(time.monotonic() - self.wall0, 1), "driver_errors": list(self.drv.errors)}
+
+
+async def run_from_config(dut) -> dict:
+    cfg = bench_config()
+    if cfg.get("seed") is None:
+        cfg["seed"] = random.getrandbits(32)
+    b = FragBench(dut, cfg)
+    res = await b.run()
+    with open(cfg["out"], "w") as f:
+        json.dump(res, f)
+    b.progress(phase="done")
+    assert not res["driver_errors"], res["driver_errors"][:5]
+    return res
+
+
+@cocotb.test(timeout_time=2000, timeout_unit="ms")
+async def frag_bench(dut):
+    """The simulation of `./offnic bench frag`."""
+    await run_from_config(dut)

