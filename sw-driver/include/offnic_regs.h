@@ -247,9 +247,9 @@
 #define OFFNIC_RB_MSIX_ENT_CONTROL_MASK_SHIFT 0
 #define OFFNIC_RB_MSIX_ENT_CONTROL_MASK_MASK 0x00000001u
 
-/* eth_port: One Ethernet port (one block per port): MAC settings and frame counters (counters wrap). */
+/* eth_port: One Ethernet port (one block per port): MAC settings, receive address filter and frame counters (counters wrap). */
 #define OFFNIC_RB_ETH_PORT_TYPE 0x0ff10020u
-#define OFFNIC_RB_ETH_PORT_VERSION 0x00010000u
+#define OFFNIC_RB_ETH_PORT_VERSION 0x00010001u
 #define OFFNIC_RB_ETH_PORT_WINDOW 0x80
 #define OFFNIC_RB_ETH_PORT_REG_TYPE 0x00
 #define OFFNIC_RB_ETH_PORT_REG_VERSION 0x04
@@ -274,6 +274,21 @@
 #define OFFNIC_RB_ETH_PORT_REG_RX_OVERSIZE 0x44
 #define OFFNIC_RB_ETH_PORT_REG_RX_XGMII_ERRORS 0x48
 #define OFFNIC_RB_ETH_PORT_REG_RX_FIFO_DROPS 0x4c
+#define OFFNIC_RB_ETH_PORT_REG_MAC_HI 0x50
+#define OFFNIC_RB_ETH_PORT_REG_MAC_HI_BYTES01_SHIFT 0
+#define OFFNIC_RB_ETH_PORT_REG_MAC_HI_BYTES01_MASK 0x0000ffffu
+#define OFFNIC_RB_ETH_PORT_REG_MAC_LO 0x54
+#define OFFNIC_RB_ETH_PORT_REG_RX_FILTER 0x58
+#define OFFNIC_RB_ETH_PORT_REG_RX_FILTER_PROMISC_SHIFT 0
+#define OFFNIC_RB_ETH_PORT_REG_RX_FILTER_PROMISC_MASK 0x00000001u
+#define OFFNIC_RB_ETH_PORT_REG_RX_FILTER_ALLMULTI_SHIFT 1
+#define OFFNIC_RB_ETH_PORT_REG_RX_FILTER_ALLMULTI_MASK 0x00000002u
+#define OFFNIC_RB_ETH_PORT_REG_RX_FILTER_BROADCAST_SHIFT 2
+#define OFFNIC_RB_ETH_PORT_REG_RX_FILTER_BROADCAST_MASK 0x00000004u
+#define OFFNIC_RB_ETH_PORT_REG_MC_HASH_LO 0x5c
+#define OFFNIC_RB_ETH_PORT_REG_MC_HASH_HI 0x60
+#define OFFNIC_RB_ETH_PORT_REG_RX_FILTER_DROPS 0x64
+#define OFFNIC_RB_ETH_PORT_REG_RX_FOREIGN 0x68
 
 /* dma: The PCIe DMA engine: negotiated sizes and request/error counters (counters wrap). */
 #define OFFNIC_RB_DMA_TYPE 0x0ff10021u
@@ -385,7 +400,7 @@
 
 /* reasm: IPv4 reassembly offload (docs/frag.md): fragments are placed straight into 64 KiB host buffers the driver posts here, one RX completion per datagram (counters wrap). */
 #define OFFNIC_RB_REASM_TYPE 0x0ff10026u
-#define OFFNIC_RB_REASM_VERSION 0x00010000u
+#define OFFNIC_RB_REASM_VERSION 0x00010001u
 #define OFFNIC_RB_REASM_WINDOW 0x100
 #define OFFNIC_RB_REASM_REG_TYPE 0x00
 #define OFFNIC_RB_REASM_REG_VERSION 0x04
@@ -430,7 +445,9 @@
 #define OFFNIC_RB_REASM_REG_BAD_CHECKSUM 0x90
 #define OFFNIC_RB_REASM_REG_TRUNCATED 0x94
 #define OFFNIC_RB_REASM_REG_POST_DROPPED 0x98
-#define OFFNIC_RB_REASM_REG_CPL_LOST 0x9c
+#define OFFNIC_RB_REASM_REG_CPL_DROPPED 0x9c
+#define OFFNIC_RB_REASM_REG_CPL_PARKED 0xa0
+#define OFFNIC_RB_REASM_REG_PARKED 0xa4
 
 /* cache: The payload cache (docs/cache.md): its size per tier (the seed's nic_cache_init) and what it did (counters wrap). */
 #define OFFNIC_RB_CACHE_TYPE 0x0ff10025u

@@ -8,7 +8,7 @@ import struct
 
 from offnic_sim.net import ipfrag
 
-ETH = bytes.fromhex("020000000002" "020000000001")
+ETH = bytes.fromhex("020000000001" "020000000002")  # to the driver model's station address (DEFAULT_MAC)
 
 
 def eth(packet: bytes, vlan: bool = False) -> bytes:

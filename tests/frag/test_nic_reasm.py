@@ -14,6 +14,11 @@ the host stack on the host path.
   hash on their addresses): every datagram arrives exactly once, byte-exact, through
   the NIC or, when contexts ran out, through the host path and software reassembly.
 - off: with `reasm.control` 0 every fragment reaches the host unchanged.
+- CQ full: the host stops taking completions (its vector masked) while datagrams
+  complete; the completions beyond the CQ's room are parked, none is lost: once the host
+  drains the CQ every datagram arrives once, byte-exact, in order; plain frames meanwhile
+  are delivered or dropped and counted (`drop_cq_full`). A queue disabled while
+  completions are parked drops them (`cpl_dropped`) and the buffers return to the pool.
 """
 import random
 import sys
@@ -24,7 +29,7 @@ from cocotb.triggers import Timer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "offload"))
 
-from reasm_frames import hostile, random_traffic  # noqa: E402
+from reasm_frames import datagram, eth, hostile, random_traffic  # noqa: E402
 
 from offnic_sim.net import ipfrag  # noqa: E402
 from offnic_sim.frag import reasm_model  # noqa: E402
@@ -64,14 +69,14 @@ async def state(drv) -> str:
     return "; ".join(out)
 
 
-async def setup(dut, *, rss: bool = False, buffers: int = 64) -> NicTB:
+async def setup(dut, *, rss: bool = False, buffers: int = 64, cq_size: int | None = None) -> NicTB:
     tb = NicTB(dut)
     await tb.init()
     drv = tb.drv
     for b in drv.blocks["eth_port"]:
         await b.write("max_frame_len", 9018 + 4)
     for q in range(4):
-        await drv.open_rx_queue(q, size=256, buf_size=9216)
+        await drv.open_rx_queue(q, size=256, buf_size=9216, cq_size=cq_size)
     if rss:
         await drv.set_rss(table=[0, 1, 2, 3], enable=True)
     else:
@@ -147,7 +152,7 @@ async def reasm_exact(dut):
     c = await drv.counters("reasm")
     want = {k: model.counters[MODEL_NAME.get(k, k)] for k in STATS}
     assert {k: c[k] for k in STATS} == want, f"counters: hw {c}, model {want}"
-    assert c["cpl_lost"] == 0 and c["open"] == model.pending
+    assert c["cpl_dropped"] == 0 and c["cpl_parked"] == 0 and c["open"] == model.pending
     await Timer(5, "us")
     assert await drv.block("reasm").read("pool") == 64 - model.pending
     assert not drv.errors, drv.errors
@@ -192,7 +197,7 @@ async def reasm_both_ports(dut):
     for k, d in want.items():
         assert got[k] == d, "a datagram differs"
     c = await drv.counters("reasm")
-    assert c["reassembled"] > 0 and c["cpl_lost"] == 0, c
+    assert c["reassembled"] > 0 and c["cpl_dropped"] == 0 and c["cpl_parked"] == 0, c
     assert not drv.errors, drv.errors
     dut._log.info("reasm_both_ports: %d datagrams, %d by the NIC, %d fragments bypassed", len(want),
                   c["reassembled"], c["bypassed"])
@@ -212,6 +217,103 @@ async def reasm_off(dut):
     assert [p.data for p in got] == [f + bytes(max(0, 60 - len(f))) for f in frames]
     assert not any(p.reassembled for p in got)
     assert (await drv.counters("reasm"))["fragments"] == 0
+
+
+async def wait_parked(drv, n_min: int, timeout_us: float = 2000) -> int:
+    """The NIC's parked completions once at least `n_min` and steady for 20 us."""
+    r = drv.block("reasm")
+    last, steady, waited = -1, 0, 0
+    while waited < timeout_us:
+        await Timer(5, "us")
+        waited += 5
+        now = await r.read("parked")
+        steady = steady + 5 if now == last else 0
+        last = now
+        if now >= n_min and steady >= 20:
+            return now
+    raise AssertionError(f"{last} completions parked, expected {n_min} or more; {await state(drv)}")
+
+
+async def pool_full(drv, n: int) -> None:
+    """Wait (up to 100 us) until the driver has posted every reassembly buffer back."""
+    for _ in range(20):
+        if await drv.block("reasm").read("pool") == n:
+            return
+        await Timer(5, "us")
+    raise AssertionError(f"reassembly buffers not all back: {await state(drv)}")
+
+
+@cocotb.test(timeout_time=30, timeout_unit="ms")
+async def reasm_cq_full(dut):
+    rng = random.Random(random.getrandbits(64))
+    CQ, N, BUFS = 16, 48, 64
+    tb = await setup(dut, buffers=BUFS, cq_size=CQ)
+    drv = tb.drv
+    rxcq = drv.entry("rx_cqs", 0)
+    mtus = [rng.choice((1500, 9000)) for _ in range(N)]
+    dgrams = [datagram(rng, rng.randrange(mtu, 20_000), ident=i) for i, mtu in enumerate(mtus)]  # all cut
+    plain = [eth(datagram(rng, rng.randrange(1, 1400), ident=1000 + i)) for i in range(8)]
+    frames, sent_plain = [], []
+    for i, d in enumerate(dgrams):
+        frags = ipfrag.fragment(d, mtus[i])
+        rng.shuffle(frags)
+        frames += [eth(f, rng.random() < 0.2) for f in frags]
+        if i % 6 == 5:  # a plain (unfragmented) frame now and then: the host path goes on
+            frames.append(plain[len(sent_plain)])
+            sent_plain.append(plain[len(sent_plain)])
+
+    # 1. The host takes no completions: the CQ fills, the rest of the datagrams park.
+    await drv.set_vector_mask(0, True)
+    for f in frames:
+        await tb.ports[0].send(f)
+    await tb.ports[0].source.wait()
+    parked = await wait_parked(drv, 1)
+    c = await drv.counters("reasm")
+    rxe = await drv.counters("rx_engine")
+    assert await rxcq.read("prod") - await rxcq.read("cons") == CQ, "the CQ is full"
+    assert c["reassembled"] == N and c["cpl_dropped"] == 0, c
+    assert c["cpl_parked"] == parked and parked >= N - CQ, (c, parked)
+    assert c["pool"] == BUFS - N, "each datagram holds its buffer until completed"
+    plain_in_cq = CQ - (N - parked)
+    assert rxe["drop_cq_full"] == len(sent_plain) - plain_in_cq, rxe
+
+    # 2. The host drains the CQ: every datagram, once, byte-exact, in completion order.
+    await drv.set_vector_mask(0, False)
+    got = await receive_all(drv, [0], lambda g: sum(p.reassembled for p in g) >= N)
+    reasm = [p for p in got if p.reassembled]
+    host = [p for p in got if not p.reassembled]
+    assert all(p.ok for p in got), [p.status for p in got]
+    assert len(reasm) == N, f"{len(reasm)} of {N} datagrams arrived; {await state(drv)}"
+    for k, (p, d) in enumerate(zip(reasm, dgrams)):
+        assert ip_of(p.data) == d, f"datagram {k} differs (or out of order)"
+        assert p.csum == ipfrag.ones_sum16(d[ipfrag.parse(d).ihl:]), "the completion's payload sum"
+    assert len(host) == plain_in_cq and all(normal(p.data) in [normal(f) for f in sent_plain] for p in host)
+    await pool_full(drv, BUFS)
+    c = await drv.counters("reasm")
+    assert c["parked"] == 0 and c["cpl_dropped"] == 0, c
+
+    # 3. A queue disabled while completions are parked: they are dropped and counted, their
+    # buffers go back to the pool; the CQ's own completions still arrive.
+    M = 6
+    more = [datagram(rng, rng.randrange(1500, 9000), ident=2000 + i) for i in range(CQ + M)]
+    await drv.set_vector_mask(0, True)
+    for d in more:
+        for f in ipfrag.fragment(d, 1500):
+            await tb.ports[0].send(eth(f))
+    await tb.ports[0].source.wait()
+    assert await wait_parked(drv, M) == M
+    await drv.enable_queue("rx", 0, False)
+    await Timer(10, "us")
+    c = await drv.counters("reasm")
+    assert c["parked"] == 0 and c["cpl_dropped"] == M and c["pool"] == BUFS - CQ, c
+    await drv.enable_queue("rx", 0, True)
+    await drv.set_vector_mask(0, False)
+    got = await receive_all(drv, [0], lambda g: len(g) >= CQ)
+    assert [ip_of(p.data) for p in got] == more[:CQ], "the completions the CQ held"
+    await pool_full(drv, BUFS)
+    assert not drv.errors, drv.errors
+    dut._log.info("reasm_cq_full: %d datagrams, %d completions parked behind a %d-entry CQ, all delivered; "
+                  "%d plain frames dropped (drop_cq_full)", N, parked, CQ, rxe["drop_cq_full"])
 
 
 def test_nic_reasm():

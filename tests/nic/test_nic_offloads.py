@@ -200,11 +200,19 @@ def rx_csum_frames(rng: random.Random, count: int, jumbo: int) -> list[tuple[byt
     return out
 
 
+async def promisc_all(tb: NicTB) -> None:
+    """Both ports promiscuous: this file's frames go to random station addresses (the
+    receive filter has its own test, test_nic_filter.py)."""
+    for port in range(2):
+        await tb.drv.set_rx_mode(port, promisc=True)
+
+
 @cocotb.test(timeout_time=3, timeout_unit="ms")
 async def rx_checksum(dut):
     rng = random.Random(random.getrandbits(64))
     tb = NicTB(dut)
     await tb.init()
+    await promisc_all(tb)  # frames to random addresses: RSS and the checksum serve them all
     drv = tb.drv
     await set_max_frame_len(tb, JUMBO_RX + 4)
     await drv.set_rss(enable=False)
@@ -326,6 +334,7 @@ async def rss_steering(dut):
     rng = random.Random(random.getrandbits(64))
     tb = NicTB(dut)
     await tb.init()
+    await promisc_all(tb)  # frames to random addresses: RSS and the checksum serve them all
     drv = tb.drv
     rss = drv.block("rss")
     assert await rss.read("control") == 0x1F, "rss.control resets to 0x1f (RSS on)"

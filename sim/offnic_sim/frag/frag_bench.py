@@ -63,7 +63,7 @@ from offnic_sim.harness.runner import bench_config
 from offnic_sim.host.nic_tb import NicTB
 from offnic_sim.net.wire import LINE_GBPS, WIRE_OVERHEAD
 
-ETH = bytes.fromhex("020000000002" "020000000001" "0800")
+ETH = bytes.fromhex("020000000001" "020000000002" "0800")  # to the driver model's station address
 SEG = 16000
 PREAMBLE, IFG = 8, 12  # bytes: preamble + SFD before each frame, the gap after it (WIRE_OVERHEAD = 20)
 # What a window's ends can be off by, in wire bytes: one 8-byte XGMII word at each end

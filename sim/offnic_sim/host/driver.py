@@ -24,6 +24,8 @@ Example (a bench with the NIC behind the UltraScale+ model and a root complex `r
     await drv.set_moderation("rx", 0, count=8, time_us=5)
     await drv.set_rss(table=[0, 1, 2, 3])     # RSS on again, spread over RX queues 0..3
     print(await drv.port_counters(0))         # eth_port counters: tx_frames, rx_frames ...
+    await drv.set_mac(1, bytes.fromhex("020000000a01"))   # port 1's station address
+    await drv.set_rx_mode(1, mc_list=[bytes.fromhex("01005e000001")])  # + one multicast group
     drv.log_summary()                         # completions by status, interrupts, TX latency
 
 Modes: `mode="irq"` (default) arms completion and event queues and does all work in
@@ -44,6 +46,7 @@ RegMap.scala), never from constants here.
 """
 from __future__ import annotations
 
+import binascii
 import logging
 from collections import Counter, deque
 from dataclasses import dataclass, field
@@ -68,6 +71,17 @@ EV_KIND = {rings.EV_TX_CQ: "tx", rings.EV_RX_CQ: "rx"}
 GUARD = 0xA5        # fill byte of the guard gap after every RX buffer
 GUARD_BYTES = 64
 DEFAULT_TX_BUF = 16384  # bytes of host buffer behind each TX descriptor slot
+# The station address `init` gives every port unless told otherwise: the address the
+# tests', demo's and benches' frames are sent to (one address for the host, on both
+# ports, as a host-wide MAC; a real driver reads each port's from the board's EEPROM).
+DEFAULT_MAC = bytes.fromhex("020000000001")
+BROADCAST = b"\xff" * 6
+
+
+def mc_hash(addr: bytes) -> int:
+    """The NIC's multicast hash of a group address (docs/queues.md): the top 6 bits of
+    the IEEE CRC-32 of its 6 bytes, as binascii computes it."""
+    return binascii.crc32(bytes(addr)) >> 26
 
 
 def now_ns() -> float:
@@ -189,7 +203,8 @@ class OffnicDriver:
     """
 
     def __init__(self, dut, rc, *, mode: str = "irq", read_latency_ns: float = DEFAULT_READ_LATENCY_NS,
-                 hostmem: HostMemory | None = None, poll_interval_ns: float | None = 500.0, strict: bool = True):
+                 hostmem: HostMemory | None = None, poll_interval_ns: float | None = 500.0, strict: bool = True,
+                 macs: tuple[bytes, ...] = (DEFAULT_MAC, DEFAULT_MAC)):
         if mode not in ("irq", "poll"):
             raise ValueError(f"mode {mode!r}: irq or poll")
         self.dut = dut
@@ -215,6 +230,7 @@ class OffnicDriver:
         self._tasks = []
         self.reasm_bufs: dict[int, HostBuffer] = {}   # reassembly buffers by id
         self._reasm_repost: list[int] = []
+        self.macs: dict[int, bytes] = dict(enumerate(macs))  # station address per port, set by `init`
 
     # ------------------------------------------------------------------ bring-up
 
@@ -298,6 +314,10 @@ class OffnicDriver:
             self._tasks += [cocotb.start_soon(self._irq_task(k)) for k in range(n)]
         elif self.poll_interval_ns:
             self._tasks.append(cocotb.start_soon(self._poll_task()))
+        for port, mac in self.macs.items():  # as a Linux driver's open(): address, then rx mode
+            if self._port_block(port, required=False) is not None:
+                await self.set_mac(port, mac)
+                await self.set_rx_mode(port)
         self.log.info("offnic driver: %s, %d vectors, %s mode, host read latency %g ns", self.counts, n,
                       self.mode, self.hostmem.read_latency_ns)
 
@@ -799,6 +819,46 @@ class OffnicDriver:
             else:
                 value = sum(((1 << w) - 1) << lsb for lsb, w in lay.values()) if enable else 0
             await r.write("control", value)
+
+    # ------------------------------------------------------------------ receive address filter
+
+    def _port_block(self, port: int, required: bool = True):
+        """The eth_port block of `port` (blocks are in chain order, port 0 first; each says
+        its number in `port`, checked when the filter is set)."""
+        bs = self.blocks.get("eth_port", [])
+        if port < len(bs) and "mac_lo" in bs[port].type.regs:
+            return bs[port]
+        if required:
+            raise RuntimeError(f"no eth_port block with a receive filter for port {port}")
+        return None
+
+    async def set_mac(self, port: int, mac: bytes) -> None:
+        """The station address of `port` (Linux's ndo_set_mac_address): frames to it are
+        received (eth_port.mac_hi/mac_lo)."""
+        mac = bytes(mac)
+        if len(mac) != 6 or mac[0] & 1:
+            raise ValueError(f"{mac.hex(':')}: not a unicast station address")
+        b = self._port_block(port)
+        assert await b.read("port") == port, "eth_port blocks out of port order"
+        v = int.from_bytes(mac, "big")
+        await b.write("mac_hi", v >> 32)
+        await b.write("mac_lo", v & 0xFFFF_FFFF)
+        self.macs[port] = mac
+
+    async def set_rx_mode(self, port: int, *, promisc: bool = False, allmulti: bool = False,
+                          broadcast: bool = True, mc_list=()) -> None:
+        """What `port` receives besides its station address (Linux's ndo_set_rx_mode):
+        promiscuous (everything; other stations' frames reach the queues but no offload),
+        all multicast, broadcast, and the multicast groups of `mc_list` through the 64-bit
+        hash filter (other groups that share a hash bit pass too; the stack drops them)."""
+        b = self._port_block(port)
+        table = 0
+        for addr in mc_list:
+            table |= 1 << mc_hash(addr)
+        await b.write("mc_hash_lo", table & 0xFFFF_FFFF)
+        await b.write("mc_hash_hi", table >> 32)
+        await b.write("rx_filter", rings.pack_fields(_layout(b, "rx_filter"), promisc=int(promisc),
+                                                     allmulti=int(allmulti), broadcast=int(broadcast)))
 
     async def port_counters(self, port: int) -> dict[str, int]:
         """The read-only registers (frame counters ...) of the eth_port block of `port`."""

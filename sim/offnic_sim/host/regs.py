@@ -167,11 +167,11 @@ MSIX = BlockType(
 )
 
 ETH_PORT = BlockType(
-    name='eth_port', type_id=0x0ff10020, version=0x00010000,
-    window_bytes=0x80, doc='One Ethernet port (one block per port): MAC settings and frame counters (counters wrap).',
+    name='eth_port', type_id=0x0ff10020, version=0x00010001,
+    window_bytes=0x80, doc='One Ethernet port (one block per port): MAC settings, receive address filter and frame counters (counters wrap).',
     regs={
         'type': Reg('type', 0x00, 'const', 'Block type identifier.', 0xff10020, ()),
-        'version': Reg('version', 0x04, 'const', 'Block layout version (major 31:16, minor 15:0).', 0x10000, ()),
+        'version': Reg('version', 0x04, 'const', 'Block layout version (major 31:16, minor 15:0).', 0x10001, ()),
         'next': Reg('next', 0x08, 'ro', 'Absolute BAR offset of the next block; 0 ends the chain.', None, ()),
         'port': Reg('port', 0x0c, 'ro', 'Port number (0, 1, ...).', None, ()),
         'ifg': Reg('ifg', 0x10, 'rw', 'Average inter-frame gap in bytes (12 is the standard minimum).', 0xc, (Field('bytes', 0, 8, 'Gap in bytes, 8..255.'), )),
@@ -189,6 +189,13 @@ ETH_PORT = BlockType(
         'rx_oversize': Reg('rx_oversize', 0x44, 'ro', 'Frames received longer than max_frame_len.', None, ()),
         'rx_xgmii_errors': Reg('rx_xgmii_errors', 0x48, 'ro', 'Frames received with an XGMII error or bad control character.', None, ()),
         'rx_fifo_drops': Reg('rx_fifo_drops', 0x4c, 'ro', 'Received frames dropped because the port FIFO was full.', None, ()),
+        'mac_hi': Reg('mac_hi', 0x50, 'rw', 'Station address bytes 0-1 (byte 0 is first on the wire): the address is mac_hi:mac_lo as one 48-bit big-endian number (docs/queues.md, receive filter).', 0x0, (Field('bytes01', 0, 16, 'Byte 0 in bits 15:8, byte 1 in bits 7:0.'), )),
+        'mac_lo': Reg('mac_lo', 0x54, 'rw', 'Station address bytes 2-5, byte 2 in bits 31:24, byte 5 in bits 7:0.', 0x0, ()),
+        'rx_filter': Reg('rx_filter', 0x58, 'rw', 'Which frames the port receives besides those to the station address.', 0x4, (Field('promisc', 0, 1, 'Promiscuous: every frame; those not for this station reach the host, never an offload.'), Field('allmulti', 1, 1, 'Every multicast (group) address.'), Field('broadcast', 2, 1, 'The broadcast address ff:ff:ff:ff:ff:ff.'), )),
+        'mc_hash_lo': Reg('mc_hash_lo', 0x5c, 'rw', 'Multicast hash filter bits 31:0: a group address whose hash h (binascii.crc32 of its 6 bytes >> 26: the top 6 bits of the IEEE CRC-32) has bit h set is received.', 0x0, ()),
+        'mc_hash_hi': Reg('mc_hash_hi', 0x60, 'rw', 'Multicast hash filter bits 63:32.', 0x0, ()),
+        'rx_filter_drops': Reg('rx_filter_drops', 0x64, 'ro', 'Frames dropped by the address filter (not for this station, not promiscuous).', None, ()),
+        'rx_foreign': Reg('rx_foreign', 0x68, 'ro', 'Frames not for this station passed in promiscuous mode (to the host, no offload).', None, ()),
     },
 )
 
@@ -285,11 +292,11 @@ RSS = BlockType(
 )
 
 REASM = BlockType(
-    name='reasm', type_id=0x0ff10026, version=0x00010000,
+    name='reasm', type_id=0x0ff10026, version=0x00010001,
     window_bytes=0x100, doc='IPv4 reassembly offload (docs/frag.md): fragments are placed straight into 64 KiB host buffers the driver posts here, one RX completion per datagram (counters wrap).',
     regs={
         'type': Reg('type', 0x00, 'const', 'Block type identifier.', 0xff10026, ()),
-        'version': Reg('version', 0x04, 'const', 'Block layout version (major 31:16, minor 15:0).', 0x10000, ()),
+        'version': Reg('version', 0x04, 'const', 'Block layout version (major 31:16, minor 15:0).', 0x10001, ()),
         'next': Reg('next', 0x08, 'ro', 'Absolute BAR offset of the next block; 0 ends the chain.', None, ()),
         'control': Reg('control', 0x0c, 'rw', 'Reassembly on or off.', 0x0, (Field('enable', 0, 1, 'Reassemble (off: fragments go to the host like any frame).'), )),
         'timeout_us': Reg('timeout_us', 0x10, 'rw', 'A datagram is dropped this long after its first fragment (1..4,000,000 us; default 1 ms, docs/frag.md).', 0x3e8, ()),
@@ -327,7 +334,9 @@ REASM = BlockType(
         'bad_checksum': Reg('bad_checksum', 0x90, 'ro', 'Fragments dropped: IP header checksum wrong.', None, ()),
         'truncated': Reg('truncated', 0x94, 'ro', 'Fragments dropped: total length beyond the frame.', None, ()),
         'post_dropped': Reg('post_dropped', 0x98, 'ro', 'Buffer posts ignored: the pool was full (an id posted twice).', None, ()),
-        'cpl_lost': Reg('cpl_lost', 0x9c, 'ro', 'Reassembled datagrams not completed: their RX queue was disabled or its CQ full (buffer back to the pool).', None, ()),
+        'cpl_dropped': Reg('cpl_dropped', 0x9c, 'ro', 'Reassembled datagrams dropped (buffer back to the pool): their RX queue was disabled when they completed or while their completion was parked.', None, ()),
+        'cpl_parked': Reg('cpl_parked', 0xa0, 'ro', 'Reassembled datagrams whose completion waited for room in their CQ (parked, never lost; docs/frag.md).', None, ()),
+        'parked': Reg('parked', 0xa4, 'ro', 'Completions of reassembled datagrams parked now (each holds its buffer).', None, ()),
     },
 )
 

@@ -19,7 +19,7 @@ import offnic.regs._
   *   TX: DescFetch -> TxEngine -> TxChecksum (per port) -> EthPort -> XGMII
   *       TxEngine -> PayloadCache (inserts by DMA read; appends copied into the TX RAM),
   *       whose DRAM tier is the AXI4 port `m_axi`
-  *   RX: XGMII -> EthPort -> RxEngine (RxChecksum, RssHash, RX RAM) -> DMA write
+  *   RX: XGMII -> EthPort -> RxEngine (RxFilter per port, RxChecksum, RssHash, Reassembler, RX RAM) -> DMA write
   *   CplWriter: completions, events and MSI-X writes to the host
   *
   * docs/queues.md is the host's view; ARCHITECTURE.md draws the data path.
@@ -225,6 +225,7 @@ class Nic(val c: DeviceRegsParams, val p: NicParams, val portMbps: Seq[Int]) ext
   reasmB.hw.value("open") := rx.reasm_status(0)
   reasmB.hw.value("bytes_held") := rx.reasm_status(1)
   reasmB.hw.value("pool") := rx.reasm_status(2)
+  reasmB.hw.value("parked") := rx.reasm_status(3)
 
   // ---- DMA request arbitration and status routing
   private val rdArb = Module(new RRArbiter(new DmaDesc(RamAddrBits), 4))
@@ -301,6 +302,14 @@ class Nic(val c: DeviceRegsParams, val p: NicParams, val portMbps: Seq[Int]) ext
     b.value("rx_oversize") := s.rx_oversize
     b.value("rx_xgmii_errors") := s.rx_xgmii_errors
     b.value("rx_fifo_drops") := s.rx_fifo_drops
+    val f = rx.cfg_filter(pt)
+    f.mac := Cat(b.value("mac_hi")(15, 0), b.value("mac_lo"))
+    f.promisc := b.value("rx_filter")(0)
+    f.allMulti := b.value("rx_filter")(1)
+    f.broadcast := b.value("rx_filter")(2)
+    f.mcHash := Cat(b.value("mc_hash_hi"), b.value("mc_hash_lo"))
+    b.value("rx_filter_drops") := StatCounter(rx.stat_filter_drop(pt))
+    b.value("rx_foreign") := StatCounter(rx.stat_filter_foreign(pt))
   }
 
   // ---- Statistics

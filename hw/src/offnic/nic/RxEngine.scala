@@ -51,14 +51,28 @@ class ReasmCfg(bufIdBits: Int) extends Bundle {
   * frame longer than the buffer completes TOO_LONG without a write. The completion request
   * follows the data write into the DMA engine, so the host sees the data first.
   *
+  * Address filter: each port's frames first pass its [[RxFilter]] (station address,
+  * broadcast, multicast hash, all-multicast, promiscuous); rejected frames are dropped and
+  * counted there, another station's frames in promiscuous mode carry the `RxMark.Foreign`
+  * mark in `tuser`, and the reassembler treats them as non-fragments.
+  *
   * IPv4 fragments (docs/frag.md): the [[Reassembler]] after RSS gives each frame a verdict.
   * Host: as above. Drop: released. Place: the verdict's part of the frame is written to
   * its reassembly buffer (no descriptor taken); the fragment that completes a datagram is
   * followed by one completion for the whole datagram on the frame's queue's CQ (flags bit
   * 3; `index` the buffer id, `len` the frame length, `csum` the IP payload's sum, rss_type
   * bits 5:4 the ECN bits and 6 DF for the driver's header fix-up, byte 15 bits 7:1 where
-  * the frame starts in the buffer). A datagram whose queue is off or CQ full is not
-  * written: its buffer goes back to the pool (counted `cpl_lost`).
+  * the frame starts in the buffer).
+  *
+  * A completed datagram is never lost for want of room: when its CQ is full (or earlier
+  * datagrams of that queue still wait), its last fragment is written all the same and its
+  * completion is parked (`cpl_parked`) in a store with room for one per reassembly buffer,
+  * holding the buffer, until the CQ has room; parked completions go out in order per
+  * queue, before any later frame of that queue (host-path frames meanwhile count
+  * `drop_cq_full`). Frames keep flowing: while completions are parked their buffers stay
+  * out of the pool, and when it is empty new datagrams take the host path. A datagram
+  * whose queue is disabled when it completes (or while it is parked) is dropped and its
+  * buffer returned (`cpl_dropped`).
   */
 class RxEngine(val p: NicParams) extends Module {
   import NicParams._
@@ -84,14 +98,26 @@ class RxEngine(val p: NicParams) extends Module {
   val stat_too_long = IO(Output(Bool()))
   val stat_dma_error = IO(Output(Bool()))
   val cfg_reasm = IO(Input(new ReasmCfg(log2Ceil(p.reasmBuffers))))
-  /** The reassembler's counters (ReasmStat order), then cpl_lost; its open contexts,
-    * bytes held, buffers in the pool. */
-  val reasm_counters = IO(Output(Vec(ReasmStat.maxId + 1, UInt(32.W))))
-  val reasm_status = IO(Output(Vec(3, UInt(32.W))))
+  /** The reassembler's counters (ReasmStat order), then cpl_dropped, cpl_parked; its open
+    * contexts, bytes held, buffers in the pool, completions parked now. */
+  val reasm_counters = IO(Output(Vec(ReasmStat.maxId + 2, UInt(32.W))))
+  val reasm_status = IO(Output(Vec(4, UInt(32.W))))
+  /** Each port's address filter settings, and its drops and foreign (promiscuous) frames. */
+  val cfg_filter = IO(Input(Vec(2, new RxFilterCfg)))
+  val stat_filter_drop = IO(Output(Vec(2, Bool())))
+  val stat_filter_foreign = IO(Output(Vec(2, Bool())))
 
-  // ---- Ports -> checksum -> RSS
-  private val arb = Module(new AxisArbiter(axisP, 2, ArbiterMode.RoundRobin, tagSource = true))
-  arb.s_axis <> s_axis
+  // ---- Ports -> address filters -> arbiter -> checksum -> RSS
+  private val filters = Seq.tabulate(2) { i =>
+    val f = Module(new RxFilter(axisP))
+    f.s_axis <> s_axis(i)
+    f.cfg := cfg_filter(i)
+    stat_filter_drop(i) := f.stat_drop
+    stat_filter_foreign(i) := f.stat_foreign
+    f
+  }
+  private val arb = Module(new AxisArbiter(filters.head.outP, 2, ArbiterMode.RoundRobin, tagSource = true))
+  arb.s_axis.zip(filters).foreach { case (a, f) => a <> f.m_axis }
   private val csum = Module(new RxChecksum(arb.out))
   csum.s_axis <> arb.m_axis
   csum.cfg_start := cfg_csum_start
@@ -118,9 +144,25 @@ class RxEngine(val p: NicParams) extends Module {
   reasm.buf_post.valid := cfg_reasm.post.valid
   reasm.buf_post.bits.id := cfg_reasm.post.bits.id
   reasm.buf_post.bits.addr := cfg_reasm.post.bits.addr
-  private val cplLost = RegInit(0.U(32.W))
-  reasm_counters := VecInit(reasm.counters :+ cplLost)
-  reasm_status := VecInit(reasm.status.open.pad(32), reasm.status.bytes.pad(32), reasm.status.pool.pad(32))
+  private val cplDropped = RegInit(0.U(32.W))
+  private val cplParked = RegInit(0.U(32.W))
+  reasm_counters := VecInit(reasm.counters ++ Seq(cplDropped, cplParked))
+
+  // ---- Parked completions of reassembled datagrams (CQ full): one per buffer at most, so
+  // the store never overflows while the driver posts each id once. Not-yet-due entries
+  // rotate (head to tail) so a full CQ never blocks another queue's; per-queue sequence
+  // numbers keep each queue's order.
+  class Parked extends Bundle {
+    val cpl = new CplReq(p.queueBits)
+    val seq = UInt(log2Ceil(p.reasmBuffers + 1).W)
+  }
+  private val parkDepth = p.reasmBuffers
+  private val park = Module(new Queue(new Parked, parkDepth, pipe = true, useSyncReadMem = true))
+  private val parkIn = RegInit(VecInit(Seq.fill(nq)(0.U(log2Ceil(parkDepth + 1).W))))
+  private val parkOut = RegInit(VecInit(Seq.fill(nq)(0.U(log2Ceil(parkDepth + 1).W))))
+  private val parked = VecInit((0 until nq).map(q => parkIn(q) =/= parkOut(q)))
+  reasm_status := VecInit(reasm.status.open.pad(32), reasm.status.bytes.pad(32), reasm.status.pool.pad(32),
+    park.io.count.pad(32))
 
   // ---- Writer: frames into the RX RAM ring
   class Frame extends Bundle {
@@ -193,6 +235,7 @@ class RxEngine(val p: NicParams) extends Module {
   private val vd = reasm.m_verdict
   private val curPlace = Reg(Bool())
   private val curComplete = Reg(Bool())
+  private val curPark = Reg(Bool())
   private val curV = Reg(chiselTypeOf(vd.bits))
   class Release extends Bundle {
     val end = UInt(16.W)
@@ -217,22 +260,35 @@ class RxEngine(val p: NicParams) extends Module {
   private val vHost = vd.bits.action === ReasmAction.Host.U
   private val vPlace = vd.bits.action === ReasmAction.Place.U
   private val vComplete = vPlace && vd.bits.complete
+  // The parked head acts (is completed or dropped) in a cycle of its own, before any frame.
+  private val cplQ = Module(new Queue(new CplReq(p.queueBits), 4))
+  private val ph = park.io.deq.bits
+  private val phQ = ph.cpl.queue(qb - 1, 0)
+  private val phOn = queues.cfg(phQ).enable && !queues.error(phQ)
+  private val phDue = park.io.deq.valid && ph.seq === parkOut(phQ) && (!phOn || queues.cq_room(phQ))
+  private val parkAct = phDue && ds === D.Idle && cplQ.io.enq.ready
   private val ready = frames.io.deq.valid && csum.m_axis_csum.tvalid && rss.m_axis_rss.tvalid && vd.valid &&
-    releases.io.enq.ready && ds === D.Idle && !(vHost && fetchPending)
+    releases.io.enq.ready && ds === D.Idle && !(vHost && fetchPending) && !parkAct
+  // Parked completions of a queue go before its later frames: they own the CQ's room.
+  private val cqRoom = queues.cq_room(qSel) && !parked(qSel)
   private val dropDisabled = vHost && !qOn
   private val dropNoDesc = vHost && qOn && queues.avail(qSel) === 0.U
-  private val dropCqFull = vHost && qOn && queues.avail(qSel) =/= 0.U && !queues.cq_room(qSel)
-  // A reassembled datagram needs its queue on and room in its CQ, else its buffer returns.
-  private val lost = vComplete && (!qOn || !queues.cq_room(qSel))
+  private val dropCqFull = vHost && qOn && queues.avail(qSel) =/= 0.U && !cqRoom
+  // A reassembled datagram: its queue off drops it (buffer back to the pool); no room parks
+  // its completion (the store full too, only if the driver posted an id twice: dropped).
+  private val parkNow = vComplete && qOn && !cqRoom
+  private val lost = vComplete && (!qOn || (parkNow && park.io.count === parkDepth.U))
   private val drop = dropDisabled || dropNoDesc || dropCqFull || (!vHost && !vPlace) || lost
   private val hdWords = Mux(hd.cut, maxBeats.U, hd.len(13, 5) +& (hd.len(4, 0) =/= 0.U)) // uncut: len <= maxRxFrame
   private val hdEnd = hd.start + Cat(hdWords, 0.U(5.W))
 
   frames.io.deq.ready := ready
   vd.ready := ready
-  reasm.buf_return.valid := ready && lost
-  reasm.buf_return.bits := vd.bits.bufId
-  when(ready && lost) { cplLost := cplLost + 1.U }
+  private val parkDrop = parkAct && !phOn
+  reasm.buf_return.valid := (ready && lost) || parkDrop
+  reasm.buf_return.bits := Mux(parkDrop, ph.cpl.index(log2Ceil(p.reasmBuffers) - 1, 0), vd.bits.bufId)
+  when((ready && lost) || parkDrop) { cplDropped := cplDropped + 1.U }
+  when(ready && parkNow && !lost) { cplParked := cplParked + 1.U }
   csum.m_axis_csum.tready := ready
   rss.m_axis_rss.tready := ready
   releases.io.enq.valid := false.B
@@ -241,8 +297,8 @@ class RxEngine(val p: NicParams) extends Module {
   queues.consume.valid := false.B
   queues.consume.bits.queue := qSel
   queues.consume.bits.count := 1.U
-  queues.reserve.valid := false.B
-  queues.reserve.bits := p.txQueues.U + qSel
+  queues.reserve.valid := parkAct && phOn
+  queues.reserve.bits := p.txQueues.U + Mux(parkAct, phQ, qSel)
   // Also in the cycle it takes a descriptor (not while it waits for one: the refill of a
   // re-enabled queue must be able to happen then), so the fetcher does not refill that queue
   // under it.
@@ -266,13 +322,14 @@ class RxEngine(val p: NicParams) extends Module {
     descHalf := du
     endReg := hdEnd
     curPlace := vPlace
-    curComplete := vComplete
+    curComplete := vComplete && !parkNow
+    curPark := parkNow && !lost
     curV := vd.bits
     when(drop) {
       releases.io.enq.valid := true.B
     }.elsewhen(vPlace) {
       // Into the reassembly buffer: no descriptor; a CQ slot for the datagram's completion.
-      queues.reserve.valid := vComplete
+      queues.reserve.valid := vComplete && !parkNow
       ds := D.Data
     }.otherwise {
       queues.desc_rd.en := true.B
@@ -284,8 +341,7 @@ class RxEngine(val p: NicParams) extends Module {
 
   private val d = Descriptor.decode(queues.desc_rd.data, descHalf)
   private val bufAddr = Reg(UInt(64.W))
-  private val cplQ = Module(new Queue(new CplReq(p.queueBits), 4))
-  m_wr_desc.valid := ds === D.Data && cplQ.io.enq.ready
+  m_wr_desc.valid := ds === D.Data && cplQ.io.enq.ready && (!curPark || park.io.count =/= parkDepth.U)
   m_wr_desc.bits.host_addr := Mux(curPlace, curV.hostAddr, bufAddr)
   m_wr_desc.bits.ram_addr := RxRamBase.U + cur.start + Mux(curPlace, curV.ramOffset, 0.U)
   m_wr_desc.bits.len := Mux(curPlace, curV.len, cur.len)
@@ -322,19 +378,33 @@ class RxEngine(val p: NicParams) extends Module {
   }
   m_cpl <> cplQ.io.deq
   private val cplOut = cplQ.io.enq
-  cplOut.valid := ds === D.Cpl || (m_wr_desc.fire && (!curPlace || curComplete))
-  cplOut.bits.rx := true.B
-  cplOut.bits.queue := curQ
-  cplOut.bits.index := Mux(curPlace, curV.bufId, curIdx)
-  cplOut.bits.len := Mux(curPlace, curV.frameLen, Mux(cur.len > 65535.U, 65535.U, cur.len))
-  cplOut.bits.status := Mux(curPlace, CplStatus.Ok.U, curStatus)
-  cplOut.bits.flags := Cat(curPlace, curType =/= 0.U, true.B, cur.port)
-  cplOut.bits.hash := curHash
-  cplOut.bits.csum := Mux(curPlace, curV.csum, curCsum)
-  cplOut.bits.rssType := Mux(curPlace, Cat(0.U(1.W), curV.df, curV.ecn, curType), curType)
-  cplOut.bits.extra := Mux(curPlace, curV.start, 0.U)
-  stat_packet.valid := cplOut.fire && curStatus === CplStatus.Ok.U
-  stat_packet.bits := Mux(curPlace, curV.frameLen, cur.len)(15, 0)
+  private val cplNew = Wire(new CplReq(p.queueBits))
+  cplOut.valid := ds === D.Cpl || (m_wr_desc.fire && (!curPlace || curComplete)) || (parkAct && phOn)
+  cplOut.bits := Mux(parkAct, ph.cpl, cplNew)
+  private val cplNewBits = cplNew
+  cplNewBits.rx := true.B
+  cplNewBits.queue := curQ
+  cplNewBits.index := Mux(curPlace, curV.bufId, curIdx)
+  cplNewBits.len := Mux(curPlace, curV.frameLen, Mux(cur.len > 65535.U, 65535.U, cur.len))
+  cplNewBits.status := Mux(curPlace, CplStatus.Ok.U, curStatus)
+  cplNewBits.flags := Cat(curPlace, curType =/= 0.U, true.B, cur.port)
+  cplNewBits.hash := curHash
+  cplNewBits.csum := Mux(curPlace, curV.csum, curCsum)
+  cplNewBits.rssType := Mux(curPlace, Cat(0.U(1.W), curV.df, curV.ecn, curType), curType)
+  cplNewBits.extra := Mux(curPlace, curV.start, 0.U)
+  stat_packet.valid := cplOut.fire && Mux(parkAct, true.B, curPlace || curStatus === CplStatus.Ok.U)
+  stat_packet.bits := Mux(parkAct, ph.cpl.len, Mux(curPlace, curV.frameLen, cur.len))(15, 0)
+
+  // A parked datagram's completion enters the store as its last write enters the DMA
+  // engine (in D.Data: the store never rotates then); a head not due moves to the tail.
+  private val parkEnq = m_wr_desc.fire && curPark
+  private val rotate = park.io.deq.valid && !phDue && ds =/= D.Data
+  park.io.enq.valid := parkEnq || rotate
+  park.io.enq.bits.cpl := Mux(ds === D.Data, cplNew, ph.cpl)
+  park.io.enq.bits.seq := Mux(ds === D.Data, parkIn(curQ), ph.seq)
+  park.io.deq.ready := parkAct || rotate
+  when(parkEnq) { parkIn(curQ) := parkIn(curQ) + 1.U }
+  when(parkAct) { parkOut(phQ) := parkOut(phQ) + 1.U }
 
   // ---- Release RX RAM in frame order
   private val credits = RegInit(0.U(7.W))

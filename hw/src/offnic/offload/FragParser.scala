@@ -45,6 +45,9 @@ object FragBad {
   * without delay (combinational); each yields one [[FragInfo]] on `m_info` about 6 cycles
   * after its last beat.
   *
+  * A frame marked [[RxMark]] `Foreign` (another station's, seen in promiscuous mode) is
+  * never a fragment: it goes to the host as it is, whatever it holds.
+  *
   * A frame is a fragment when it is Ethernet II IPv4 (behind at most one 802.1Q tag), long
   * enough to hold the flags, and has MF set or a non-zero offset. Then Linux's checks
   * (ip_rcv_core) decide whether it is good: version 4, IHL >= 5, the header inside the
@@ -106,6 +109,7 @@ class FragParser(val p: AxisParams, val infoDepth: Int = 8) extends Module {
     val n = UInt(16.W)
     val proto = UInt(8.W)
     val id = UInt(16.W)
+    val foreign = Bool()
   }
   private val hdr0 = Wire(new Hdr)
   hdr0.vlan := vlan0
@@ -119,6 +123,7 @@ class FragParser(val p: AxisParams, val infoDepth: Int = 8) extends Module {
   hdr0.n := n0
   hdr0.proto := at(23)
   hdr0.id := be16(at(18), at(19))
+  hdr0.foreign := RxMark.foreign(s_axis.tuser) // not for this station: never a fragment here
   private val hdrReg = RegEnable(hdr0, fire && first)
   private val hdr = Mux(first, hdr0, hdrReg)
   // Address bytes: frame bytes 26..37 hold source and destination at 26 and 30 untagged,
@@ -155,7 +160,7 @@ class FragParser(val p: AxisParams, val infoDepth: Int = 8) extends Module {
   private val pFold = OnesSum.fold(sums.out.bits.bSum)
   private val offUnits = f.flags(12, 0)
   private val ipStartF = Mux(f.vlan, 18.U, 14.U)
-  private val isFrag = f.isIp && frameLen >= ipStartF +& 8.U && (f.flags(13) || offUnits =/= 0.U)
+  private val isFrag = !f.foreign && f.isIp && frameLen >= ipStartF +& 8.U && (f.flags(13) || offUnits =/= 0.U)
   private val badHeader = f.ver =/= 4.U || f.ihlBytes < 20.U || frameLen < f.pStart
   private val badCsum = hFold =/= 0xFFFF.U
   private val truncated = frameLen < ipStartF +& f.totLen

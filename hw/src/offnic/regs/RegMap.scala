@@ -150,8 +150,8 @@ object RegMap {
   private def ro(name: String, offset: Int, doc: String) = Reg(name, offset, RO, doc)
 
   val EthPort = BlockType(
-    "eth_port", 0x0ff10020L, 0x00010000L,
-    "One Ethernet port (one block per port): MAC settings and frame counters (counters wrap).",
+    "eth_port", 0x0ff10020L, 0x00010001L,
+    "One Ethernet port (one block per port): MAC settings, receive address filter and frame counters (counters wrap).",
     Seq(
       ro("port", 0x0c, "Port number (0, 1, ...)."),
       Reg("ifg", 0x10, RW(12), "Average inter-frame gap in bytes (12 is the standard minimum).",
@@ -170,7 +170,20 @@ object RegMap {
       ro("rx_runts", 0x40, "Frames received shorter than 64 bytes."),
       ro("rx_oversize", 0x44, "Frames received longer than max_frame_len."),
       ro("rx_xgmii_errors", 0x48, "Frames received with an XGMII error or bad control character."),
-      ro("rx_fifo_drops", 0x4c, "Received frames dropped because the port FIFO was full.")
+      ro("rx_fifo_drops", 0x4c, "Received frames dropped because the port FIFO was full."),
+      Reg("mac_hi", 0x50, RW(0), "Station address bytes 0-1 (byte 0 is first on the wire): the address is " +
+        "mac_hi:mac_lo as one 48-bit big-endian number (docs/queues.md, receive filter).",
+        Seq(Field("bytes01", 0, 16, "Byte 0 in bits 15:8, byte 1 in bits 7:0."))),
+      Reg("mac_lo", 0x54, RW(0), "Station address bytes 2-5, byte 2 in bits 31:24, byte 5 in bits 7:0."),
+      Reg("rx_filter", 0x58, RW(0x4), "Which frames the port receives besides those to the station address.",
+        Seq(Field("promisc", 0, 1, "Promiscuous: every frame; those not for this station reach the host, never an offload."),
+          Field("allmulti", 1, 1, "Every multicast (group) address."),
+          Field("broadcast", 2, 1, "The broadcast address ff:ff:ff:ff:ff:ff."))),
+      Reg("mc_hash_lo", 0x5c, RW(0), "Multicast hash filter bits 31:0: a group address whose hash h " +
+        "(binascii.crc32 of its 6 bytes >> 26: the top 6 bits of the IEEE CRC-32) has bit h set is received."),
+      Reg("mc_hash_hi", 0x60, RW(0), "Multicast hash filter bits 63:32."),
+      ro("rx_filter_drops", 0x64, "Frames dropped by the address filter (not for this station, not promiscuous)."),
+      ro("rx_foreign", 0x68, "Frames not for this station passed in promiscuous mode (to the host, no offload).")
     )
   )
 
@@ -309,11 +322,14 @@ object RegMap {
     "bad_checksum" -> "Fragments dropped: IP header checksum wrong.",
     "truncated" -> "Fragments dropped: total length beyond the frame.",
     "post_dropped" -> "Buffer posts ignored: the pool was full (an id posted twice).",
-    "cpl_lost" -> "Reassembled datagrams not completed: their RX queue was disabled or its CQ full (buffer back to the pool)."
+    "cpl_dropped" -> ("Reassembled datagrams dropped (buffer back to the pool): their RX queue was disabled when " +
+      "they completed or while their completion was parked."),
+    "cpl_parked" -> ("Reassembled datagrams whose completion waited for room in their CQ (parked, never lost; " +
+      "docs/frag.md).")
   )
 
   val Reasm = BlockType(
-    "reasm", 0x0ff10026L, 0x00010000L,
+    "reasm", 0x0ff10026L, 0x00010001L,
     "IPv4 reassembly offload (docs/frag.md): fragments are placed straight into 64 KiB host buffers the " +
       "driver posts here, one RX completion per datagram (counters wrap).",
     Seq(
@@ -334,7 +350,8 @@ object RegMap {
       ro("open", 0x44, "Contexts in use."),
       ro("bytes_held", 0x48, "Payload bytes held in open contexts."),
       ro("pool", 0x4c, "Buffers in the pool.")
-    ) ++ ReasmCounters.zipWithIndex.map { case ((n, d), i) => ro(n, 0x50 + 4 * i, d) }
+    ) ++ ReasmCounters.zipWithIndex.map { case ((n, d), i) => ro(n, 0x50 + 4 * i, d) } ++ Seq(
+      ro("parked", 0x50 + 4 * ReasmCounters.size, "Completions of reassembled datagrams parked now (each holds its buffer)."))
   )
 
   /** The TCP offload engine's counters: the steer's (toe.SteerStat order), the connection
