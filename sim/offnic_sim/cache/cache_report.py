@@ -245,8 +245,8 @@ def main(args: list[str], simulate, rel=str) -> int:
     ap.add_argument("--seed", type=int, default=None, help="simulation seed (default: new; OFFNIC_SEED also)")
     ap.add_argument("--trace-seed", type=int, default=1, help="web trace generator seed (default 1)")
     ap.add_argument("--sizes", default=",".join(map(str, HIT_SIZES)), help="hit-path frame sizes with FCS")
-    ap.add_argument("--sources", default="host,onchip,dram,host1",
-                    help="hit-path payload sources (host, onchip, dram, host1: one DATA descriptor)")
+    ap.add_argument("--sources", default="host,onchip,dram,host1,onchip_all,dram_all",
+                    help="hit-path payload sources (host, onchip, dram: header from host + payload; host1: one DATA descriptor; onchip_all, dram_all: the whole frame from the cache, where the DRAM tier's latency shows)")
     ap.add_argument("--window-us", type=float, default=20.0)
     ap.add_argument("--latency-sizes", default="64,1518")
     ap.add_argument("--latency-frames", type=int, default=20)
