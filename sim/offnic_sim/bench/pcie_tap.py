@@ -26,6 +26,7 @@ class PcieTap:
         self.bucket: str | None = None
         self.counts: dict[str, dict] = {}
         self.watched: dict[str, list] = {}   # label -> [(t_ns, records)] of writes to it (RX completion rings)
+        self.log: list | None = None          # diagnosis: [(t_ns, way, kind, addr or tag, bytes)] of reads/completions
         up = dev.upstream_port
         self._wrap(up, "up")            # NIC -> host
         self._wrap(up.other, "down")    # host -> NIC
@@ -72,10 +73,14 @@ class PcieTap:
             if t in (TlpType.CPL, TlpType.CPL_DATA):
                 kind = "cpl"
                 label = self.tags.get(("down" if way == "up" else "up", pkt.tag), "shared")
+                if self.log is not None:
+                    self.log.append((get_sim_time("ns"), way, kind, pkt.tag, pkt.get_payload_size()))
             elif t in (TlpType.MEM_READ, TlpType.MEM_READ_64):
                 kind = "mrd"
                 label = self.classify(pkt.address)
                 self.tags[(way, pkt.tag)] = label
+                if self.log is not None:
+                    self.log.append((get_sim_time("ns"), way, kind, pkt.address, pkt.length * 4, pkt.tag))
             elif t in (TlpType.MEM_WRITE, TlpType.MEM_WRITE_64):
                 kind = "mwr"
                 label = self.classify(pkt.address)

@@ -27,7 +27,8 @@ there instead), TX queue 0 on port 0 only. Every frame carries a tag
 2. Trace replay. Per workload, a prefix of its web trace (chosen by tasks.py) served as a
    sendfile path would: each response cut into MSS (1448 B) payloads, each packet = a
    54-byte header from host + the payload as the driver core's directory plans it
-   (`cachedir.CacheDir.plan`: inserts as their own commands, then appends from cache
+   (`cachedir.CacheDir.plan`: inserts as their own commands, run ahead up to 12 packets,
+   into earlier responses too unless `insert_across` is false; then appends from cache
    and/or host), file bytes in host memory at a per-file address; run once with a
    16 MiB cache and once without (payload appended from host). Every frame is checked
    against the file's bytes. Measured: PCIe TLP wire bytes, both directions, and content
@@ -42,7 +43,7 @@ import time
 
 import cocotb
 from cocotb.simtime import get_sim_time
-from cocotb.triggers import Timer
+from cocotb.triggers import RisingEdge, Timer
 
 from offnic_sim.harness.runner import bench_config
 from offnic_sim.host.nic_tb import NicTB
@@ -275,6 +276,9 @@ class CacheBench:
         t0 = now_ns()
         wire0 = len(self.wire)
         batch, toks = [], []
+        tl = {"items": [], "dram": []} if self.cfg.get("timeline") else None
+        mon = cocotb.start_soon(self._dram_monitor(tl["dram"], t0)) if tl is not None else None
+        self.tap.log = [] if tl is not None else None
 
         def next_tag() -> int:
             self.seq += 1
@@ -285,15 +289,16 @@ class CacheBench:
                 toks.extend(await drv.send_descs_batch(0, batch, max_in_flight=self.cfg.get("replay_in_flight", 64)))
                 batch.clear()
 
-        for fid, size, rev in zip(wl["file_id"], wl["file_size"], wl["revision"]):
-            if not size:
-                continue
-            for it in srv.response(fid, rev, size, next_tag):
-                if it.tag is not None:
-                    self.expect[it.tag] = it.frame
-                batch.append((it.descs, it.length))
-                if len(batch) >= 16:
-                    await flush()
+        reqs = [(fid, rev, size) for fid, size, rev in zip(wl["file_id"], wl["file_size"], wl["revision"]) if size]
+        across = self.cfg.get("insert_across", True)
+        for it in srv.responses(reqs, next_tag, across=across):
+            if it.tag is not None:
+                self.expect[it.tag] = it.frame
+            batch.append((it.descs, it.length))
+            if tl is not None:
+                tl["items"].append([it.tag, it.length, [(d.opcode, d.len, d.addr) for d in it.descs]])
+            if len(batch) >= 16:
+                await flush()
         await flush()
         await self.wait_idle(20000)
         bad = [t for t in toks if t.status != 0]
@@ -325,10 +330,33 @@ class CacheBench:
             if span else None,
             "content_gbps": round(srv.content * 8 / span, 3) if span else None,
         }
+        rec["order_wait_cycles"] = (c1["order_waits"] - c0["order_waits"]) & 0xFFFFFFFF
+        if tl is not None:
+            mon.kill()
+            tl["frames"] = [(tag, n, round(t - t0, 1)) for tag, n, t in frames]
+            tl["pcie"] = [(round(e[0] - t0, 1), *e[1:]) for e in self.tap.log]
+            self.tap.log = None
+            tl["tokens"] = [(round(t.t_doorbell - t0, 1), round(t.t_complete - t0, 1)) for t in toks]
+            rec["timeline"] = tl
         if srv.dir is not None:
             rec["dir_stats"] = srv.dir.stats()
         srv.close()
         return rec
+
+    async def _dram_monitor(self, out: list, t0: float) -> None:
+        """Diagnosis (cfg `timeline`): the cache's AXI4 handshakes, (ns since t0, channel, id, addr)."""
+        d = self.tb.dut
+        while True:
+            await RisingEdge(d.clock)
+            t = round(now_ns() - t0, 1)
+            if d.m_axi_awvalid.value and d.m_axi_awready.value:
+                out.append((t, "aw", int(d.m_axi_awid.value), int(d.m_axi_awaddr.value)))
+            if d.m_axi_bvalid.value and d.m_axi_bready.value:
+                out.append((t, "b", int(d.m_axi_bid.value), 0))
+            if d.m_axi_arvalid.value and d.m_axi_arready.value:
+                out.append((t, "ar", int(d.m_axi_arlen.value) + 1, int(d.m_axi_araddr.value)))
+            if d.m_axi_rvalid.value and d.m_axi_rready.value and d.m_axi_rlast.value:
+                out.append((t, "rlast", 0, 0))
 
     # ------------------------------------------------------------------ all
 

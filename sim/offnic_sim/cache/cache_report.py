@@ -262,6 +262,12 @@ def main(args: list[str], simulate, rel=str) -> int:
     ap.add_argument("--narrow-lanes", type=int, default=2,
                     help="Fig. 7b: replay the windows again with the PCIe link trained down to this many lanes "
                          "(0: skip; default 2)")
+    ap.add_argument("--inserts-within-response", action="store_true",
+                    help="the replay's inserts run ahead only within their own response (the plan before "
+                         "cache-why), not into earlier responses' packets")
+    ap.add_argument("--timeline", action="store_true",
+                    help="diagnosis: record each replay's commands, frame times and the cache's AXI4 handshakes "
+                         "in build/bench-cache/raw.json")
     ap.add_argument("--out", default=None, help="JSON (default results/bench-cache.json)")
     a = ap.parse_args(args)
     t0 = time.monotonic()
@@ -290,7 +296,7 @@ def main(args: list[str], simulate, rel=str) -> int:
                 sens.extend(cache_study.sensitivity(seed=a.trace_seed, log=fig3_log.append))
         th = threading.Thread(target=study, daemon=True)
         th.start()
-    cfg = {"dram_model": a.dram_model,
+    cfg = {"dram_model": a.dram_model, "timeline": a.timeline, "insert_across": not a.inserts_within_response,
            "hit": {"sources": [x for x in a.sources.split(",") if x],
                    "sizes": [int(x) for x in a.sizes.split(",") if x], "window_us": a.window_us,
                    "settle_us": 8.0, "latency_sizes": [int(x) for x in a.latency_sizes.split(",") if x],
@@ -313,7 +319,7 @@ def main(args: list[str], simulate, rel=str) -> int:
     narrow, nth = {}, None
     if a.narrow_lanes:
         # a second simulation at the same time: the same windows over a narrow host link
-        ncfg = {"pcie_lanes": a.narrow_lanes, "dram_model": a.dram_model, "hit": {"sizes": [], "latency_sizes": []},
+        ncfg = {"pcie_lanes": a.narrow_lanes, "dram_model": a.dram_model, "insert_across": not a.inserts_within_response, "hit": {"sizes": [], "latency_sizes": []},
                 "trace_file": cfg["trace_file"]}
         seed = a.seed
 

@@ -131,37 +131,47 @@ class WebServer:
         would hold its first packet until the last insert has started. An insert never
         moves ahead of a packet of this response that appends the bytes it overwrites
         (checked; the NIC itself orders it after earlier packets over the same bytes)."""
-        buf = self.files[fid]
-        data = file_bytes(fid, 0, size)
+        return self.responses([(fid, rev, size)], next_tag, across=False)
+
+    def responses(self, reqs, next_tag, across: bool = True) -> list[Item]:
+        """The chains of several responses [(fid, rev, size)], in order. `across`: an insert
+        may run ahead into the packets of earlier responses (a server with a backlog of
+        requests), up to LOOKAHEAD packets, under the same check as within a response;
+        otherwise it stops at its own response's first packet (`response`)."""
         packets: list[Item] = []
         uses: list[list[tuple[int, int]]] = []          # cache ranges each packet appends
         before: list[list[Item]] = []                   # inserts to queue before packet j
-        for i, off in enumerate(range(0, size, MSS)):
-            n = min(MSS, size - off)
-            tag = next_tag()
-            haddr, h = self.header(tag)
-            chain = [Desc(haddr, HDR_BYTES, OP_DATA, MORE)]
-            used: list[tuple[int, int]] = []
-            before.append([])
-            if self.dir is None:
-                chain.append(Desc(buf.addr + off, n, OP_DATA, MORE))
-            else:
-                for c in self.dir.plan(fid, rev, size, off, n, buf.addr):
-                    at = self.cache_base + c.cache_off
-                    if c.op == INSERT:
-                        j = max(0, i - LOOKAHEAD)
-                        while j < i and any(lo < at + c.len and at < hi for k in range(j, i) for lo, hi in uses[k]):
-                            j += 1
-                        before[j].append(Item([Desc.with_arg(c.host_addr, c.len, OP_CACHE_INSERT, at)],
-                                              c.len, None, None))
-                        self.inserts += 1
-                    elif c.op == APPEND_HOST:
-                        chain.append(Desc(c.host_addr, c.len, OP_DATA, MORE))
-                    elif c.op == APPEND_CACHE:
-                        chain.append(Desc(at, c.len, OP_CACHE_APPEND, MORE))
-                        used.append((at, at + c.len))
-            uses.append(used)
-            packets.append(Item(last(chain), HDR_BYTES + n, tag, h + data[off:off + n]))
-            self.packets += 1
-            self.content += n
+        for fid, rev, size in reqs:
+            first = len(packets)
+            buf = self.files[fid]
+            data = file_bytes(fid, 0, size)
+            for off in range(0, size, MSS):
+                i = len(packets)
+                n = min(MSS, size - off)
+                tag = next_tag()
+                haddr, h = self.header(tag)
+                chain = [Desc(haddr, HDR_BYTES, OP_DATA, MORE)]
+                used: list[tuple[int, int]] = []
+                before.append([])
+                if self.dir is None:
+                    chain.append(Desc(buf.addr + off, n, OP_DATA, MORE))
+                else:
+                    for c in self.dir.plan(fid, rev, size, off, n, buf.addr):
+                        at = self.cache_base + c.cache_off
+                        if c.op == INSERT:
+                            j = max(0 if across else first, i - LOOKAHEAD)
+                            while j < i and any(lo < at + c.len and at < hi for k in range(j, i) for lo, hi in uses[k]):
+                                j += 1
+                            before[j].append(Item([Desc.with_arg(c.host_addr, c.len, OP_CACHE_INSERT, at)],
+                                                  c.len, None, None))
+                            self.inserts += 1
+                        elif c.op == APPEND_HOST:
+                            chain.append(Desc(c.host_addr, c.len, OP_DATA, MORE))
+                        elif c.op == APPEND_CACHE:
+                            chain.append(Desc(at, c.len, OP_CACHE_APPEND, MORE))
+                            used.append((at, at + c.len))
+                uses.append(used)
+                packets.append(Item(last(chain), HDR_BYTES + n, tag, h + data[off:off + n]))
+                self.packets += 1
+                self.content += n
         return [it for j, p in enumerate(packets) for it in (*before[j], p)]
