@@ -66,6 +66,8 @@ class LatencyRamRead(AxiRamRead):
         self.rng = rng
         self.latency = (150, 150)
         self.poison: set[int] = set()  # word numbers (address mod size // 32)
+        self.generation = 0  # _process_read instances started
+        self.live = 0  # AR collectors running (must be at most one)
         self.errors: list[str] = []
         self.bursts = 0
         self.beats = 0
@@ -74,22 +76,41 @@ class LatencyRamRead(AxiRamRead):
         self.log.setLevel(logging.WARNING)
 
     async def _process_read(self):
+        # The base class restarts this on every reset edge (it is started once before the
+        # test's reset and killed by it). A collector of a killed instance could outlive it
+        # and take every other AR into a queue nobody answers (OFFNIC_SEED=147473186: the
+        # block then waited on R for ever), so each collector only takes ARs while its
+        # instance is the current one, and `live` counts them for check().
+        self.generation += 1
+        gen = self.generation
         pending: collections.deque = collections.deque()
         arrived = Event()
 
         async def collect():
-            while True:
-                ar = await self.ar_channel.recv()
-                addr, length = int(ar.araddr), int(ar.arlen) + 1
-                if addr % 32 or int(ar.arsize) != 5 or int(ar.arburst) != 1 or int(ar.arid) != 0:
-                    self.errors.append(f"burst addr {addr:#x} size {int(ar.arsize)} burst {int(ar.arburst)}")
-                if length > 16 or (addr & 0xFFF) + 32 * length > 0x1000:
-                    self.errors.append(f"burst at {addr:#x} of {length} beats: over 16 or across 4 KiB")
-                self.bursts += 1
-                self.outstanding += 1
-                self.max_outstanding = max(self.max_outstanding, self.outstanding)
-                pending.append((cycle() + self.rng.randint(*self.latency), addr, length))
-                arrived.set()
+            self.live += 1
+            try:
+                while True:
+                    await self.ar_channel.wait()
+                    if gen != self.generation:
+                        return
+                    if self.ar_channel.empty():
+                        continue
+                    ar = self.ar_channel.recv_nowait()
+                    take(ar)
+            finally:
+                self.live -= 1
+
+        def take(ar) -> None:
+            addr, length = int(ar.araddr), int(ar.arlen) + 1
+            if addr % 32 or int(ar.arsize) != 5 or int(ar.arburst) != 1 or int(ar.arid) != 0:
+                self.errors.append(f"burst addr {addr:#x} size {int(ar.arsize)} burst {int(ar.arburst)}")
+            if length > 16 or (addr & 0xFFF) + 32 * length > 0x1000:
+                self.errors.append(f"burst at {addr:#x} of {length} beats: over 16 or across 4 KiB")
+            self.bursts += 1
+            self.outstanding += 1
+            self.max_outstanding = max(self.max_outstanding, self.outstanding)
+            pending.append((cycle() + self.rng.randint(*self.latency), addr, length))
+            arrived.set()
 
         collector = cocotb.start_soon(collect())
         try:
@@ -184,6 +205,8 @@ class TB:
         if self.error is not None:
             raise self.error
         assert not self.mem.errors, self.mem.errors[:5]
+        assert self.mem.live <= 1, f"{self.mem.live} AR collectors in the memory model"
+
 
     def _set(self, r: dict) -> None:
         d = self.d
