@@ -191,7 +191,8 @@ class Workload:
 
     # ---- one case
 
-    async def run(self, cases: list[dict]) -> dict:
+    async def run(self, cases: list[dict] | None = None) -> dict:
+        cases = self.cfg["cases"] if cases is None else cases
         self.ncases = len(cases)
         await self.setup(max(c.get("txq_per_port", 1) for c in cases))
         self.progress(phase="ready")
@@ -214,18 +215,24 @@ class Workload:
 
 
 
-async def run_from_config(dut, runners: dict[str, Runner]) -> dict:
-    """Runs the cases of the bench settings (`cases`, from tasks.py or a test) with
-    `runners` (one per case direction) and writes the raw results to `out`."""
+async def run_configured(make) -> dict:
+    """The body of every whole-NIC bench's cocotb test: take the bench settings (from
+    tasks.py or a test; a seed drawn from cocotb's seeded `random` if none), build the
+    bench with `make(cfg)` (an object with `async run() -> dict` and `progress(**kw)`),
+    run it, write its raw results to `out`, and fail if the driver saw a protocol error."""
     cfg = bench_config()
-    seed = cfg.get("seed")
-    if seed is None:
-        cfg["seed"] = random.getrandbits(32)  # cocotb seeded `random` from the run's seed
-    w = Workload(dut, cfg, runners)
-    w.ncases = len(cfg["cases"])
-    res = await w.run(cfg["cases"])
+    if cfg.get("seed") is None:
+        cfg["seed"] = random.getrandbits(32)
+    b = make(cfg)
+    res = await b.run()
     with open(cfg["out"], "w") as f:
         json.dump(res, f)
-    w.progress(phase="done")
+    b.progress(phase="done")
     assert not res["driver_errors"], res["driver_errors"][:5]
     return res
+
+
+async def run_from_config(dut, runners: dict[str, Runner]) -> dict:
+    """Runs the cases of the bench settings (`cases`) with `runners` (one per case
+    direction) and writes the raw results to `out`."""
+    return await run_configured(lambda cfg: Workload(dut, cfg, runners))

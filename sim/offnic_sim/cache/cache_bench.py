@@ -45,7 +45,7 @@ import cocotb
 from cocotb.simtime import get_sim_time
 from cocotb.triggers import RisingEdge, Timer
 
-from offnic_sim.harness.runner import bench_config
+from offnic_sim.bench.workload import run_configured
 from offnic_sim.host.nic_tb import NicTB
 from offnic_sim.host.rings import OP_CACHE_APPEND, OP_CACHE_INSERT, OP_DATA, Desc
 from offnic_sim.cache.webserve import DRAM_BASE, HDR_BYTES, MORE, WebServer, last
@@ -398,17 +398,7 @@ class CacheBench:
 
 async def run_from_config(dut) -> dict:
     """Runs the bench settings (from tasks.py or a test) and writes the raw results to `out`."""
-    cfg = bench_config()
-    if cfg.get("seed") is None:
-        cfg["seed"] = random.getrandbits(32)
-    b = CacheBench(dut, cfg)
-    res = await b.run()
-    with open(cfg["out"], "w") as f:
-        json.dump(res, f)
-    b.phase = "done"
-    b.progress()
-    assert not res["driver_errors"], res["driver_errors"][:5]
-    return res
+    return await run_configured(lambda cfg: CacheBench(dut, cfg))
 
 
 @cocotb.test(timeout_time=2000, timeout_unit="ms")

@@ -59,7 +59,7 @@ from cocotb.triggers import Timer
 from cocotbext.eth import XgmiiFrame
 
 from offnic_sim.net import ipfrag
-from offnic_sim.harness.runner import bench_config
+from offnic_sim.bench.workload import run_configured
 from offnic_sim.host.nic_tb import NicTB
 from offnic_sim.net.wire import LINE_GBPS, WIRE_OVERHEAD
 
@@ -222,7 +222,7 @@ class FragBench:
             got += [(d, p.cpl_time) for d in ds]
 
     async def _rx_drain(self, got: list, idle_us: float = 25.0) -> int:
-        n, pkts, quiet = 0, 0, 0.0
+        pkts, quiet = 0, 0.0
         while quiet < idle_us:
             await Timer(1, "us")
             new = []
@@ -368,16 +368,8 @@ class FragBench:
 
 
 async def run_from_config(dut) -> dict:
-    cfg = bench_config()
-    if cfg.get("seed") is None:
-        cfg["seed"] = random.getrandbits(32)
-    b = FragBench(dut, cfg)
-    res = await b.run()
-    with open(cfg["out"], "w") as f:
-        json.dump(res, f)
-    b.progress(phase="done")
-    assert not res["driver_errors"], res["driver_errors"][:5]
-    return res
+    """Runs the bench settings (from tasks.py or a test) and writes the raw results to `out`."""
+    return await run_configured(lambda cfg: FragBench(dut, cfg))
 
 
 @cocotb.test(timeout_time=2000, timeout_unit="ms")
