@@ -47,9 +47,14 @@ def recorded_digest(data: object) -> str | None:
 
 
 def regen_command(path: Path) -> str:
-    """Every suite writes results/bench-<suite>.json (and .png) by default."""
+    """Every suite writes results/bench-<suite>.json (and .png) by default; a whole
+    configuration's synthesis writes results/synth-<config>.json."""
     stem = path.stem
-    return f"./offnic bench {stem.removeprefix('bench-')}" if stem.startswith("bench-") else "(no bench writes this)"
+    if stem.startswith("bench-"):
+        return f"./offnic bench {stem.removeprefix('bench-')}"
+    if stem.startswith("synth-"):
+        return f"./offnic synth --config {stem.removeprefix('synth-')}"
+    return "(no command writes this)"
 
 
 def json_state(path: Path, current: str) -> tuple[str | None, str]:

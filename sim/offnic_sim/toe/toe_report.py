@@ -164,7 +164,7 @@ def main(args: list[str], rel=str) -> int:
         r = run("offload_many", engine, "offload_many", connections=many)
         recs.append({"case": "offload_many", "block": "tcp_offload", "mss": None,
                      "limited_by": "link, peers and timers (the workload's time base, not the engine's clock)", **r})
-    synth = hw.BUILD / "synth" / "toe" / "synth.json"
+    synth = hw.ROOT / "results" / "synth-toe.json"  # ./offnic synth --config toe
     if synth.exists():
         recs.append({"case": "resources", "block": "synth", "source": rel(synth),
                      "designs": json.loads(synth.read_text())})
