@@ -20,7 +20,7 @@ struct EthFrame {
   // Added beyond the spec: a control character other than TERMINATE ended the frame
   // (XgmiiSink keeps it in the frame; here it is flagged and counted instead).
   bool ctrl_error = false;
-  uint8_t start_lane = 0;
+  uint8_t start_lane = 0, end_lane = 0;  // lanes of the START and of the ending character
 };
 
 struct XgmiiCounters {
