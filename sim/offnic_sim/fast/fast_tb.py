@@ -29,6 +29,12 @@ from offnic_sim.host.nic_tb import CORE_PERIOD_NS, DRAM_BYTES, DRAM_MODELS, MAC_
 
 HOST_BYTES = 1 << 30      # host memory at bus address 0 (pages cost nothing until touched)
 RESET_CYCLES = 16         # core clock cycles of reset before the harness starts
+SV_CLOCKS_TOP = "nic_fast_clocks"  # the model variant whose clocks SystemVerilog makes
+
+
+def sv_clocks(dut) -> bool:
+    """Does the model make its own clocks (nic_fast_clocks.sv) or does cocotb?"""
+    return dut._name == SV_CLOCKS_TOP
 
 
 class FastHostMemory:
@@ -211,7 +217,10 @@ class FastPort:
         self._tb = tb
         self.clk = getattr(tb.dut, f"port_mac_clk_{k}")
         self.rst = getattr(tb.dut, f"port_mac_rst_{k}")
-        cocotb.start_soon(Clock(self.clk, MAC_PERIOD_NS[gbps], unit="ns").start())
+        if sv_clocks(tb.dut):
+            assert gbps == 25, "the model's own MAC clocks are 25G ones"
+        else:
+            cocotb.start_soon(Clock(self.clk, MAC_PERIOD_NS[gbps], unit="ns").start())
         self.rst.value = 1
         self._rx = Event()
 
@@ -287,7 +296,8 @@ class FastNicTB:
         self._reads: dict[int, tuple[Event, list]] = {}
         self._read_id = 0
         dut.reset.value = 1
-        cocotb.start_soon(Clock(dut.clock, CORE_PERIOD_NS, unit="ns").start())
+        if not sv_clocks(dut):
+            cocotb.start_soon(Clock(dut.clock, CORE_PERIOD_NS, unit="ns").start())
         self.ports = [FastPort(self, k, port_gbps) for k in range(2)]
         self.drv = OffnicDriver(dut, self.rc, mode=mode, hostmem=self.hostmem, strict=strict)
         self._t0_ps = get_sim_time("ps")

@@ -39,6 +39,9 @@ TIMESCALE = ("1ns", "1ps")  # ps resolution: MAC clocks such as 390.625 MHz need
 FAST_SRC = hw.ROOT / "sim" / "fastsim"
 FAST_TOP = "nic_fast_top"
 FAST_MODEL_FILES = ("nic_fast_top.sv", "dpi_bridge.cpp", "fastsim_abi.h")
+# fast="sv-clocks": the clocks made in SystemVerilog under --timing (nic_fast_clocks.sv).
+FAST_SV_CLOCKS = "sv-clocks"
+FAST_SV_CLOCKS_TOP = "nic_fast_clocks"
 FAST_VERILATOR_ARGS = ["-O3", "--x-assign", "fast", "--x-initial", "fast", "-CFLAGS", f"-I{FAST_SRC}"]
 FAST_MAKE_OPT = "OPT_FAST=-O2 OPT_SLOW=-O2 OPT_GLOBAL=-O2"  # verilated.mk's optimisation variables
 
@@ -74,12 +77,13 @@ class Model:
     """A built Verilator model of one design; `fast`: the design (the NIC) inside the fast
     harness's top level, nic_fast_top (sim/fastsim)."""
 
-    def __init__(self, design: hw.Design, waves: bool, fast: bool = False):
+    def __init__(self, design: hw.Design, waves: bool, fast: bool | str = False):
         self.design = design
         self.waves = waves
         self.fast = fast
         if fast:
-            sources = [(FAST_SRC / f).read_bytes() for f in FAST_MODEL_FILES]
+            files = FAST_MODEL_FILES + ((FAST_SV_CLOCKS_TOP + ".sv",) if fast == FAST_SV_CLOCKS else ())
+            sources = [(FAST_SRC / f).read_bytes() for f in files]
             key = hw.digest(design.key(), FAST_VERILATOR_ARGS, FAST_MAKE_OPT, sources, waves,
                             _verilator_version())[:16]
             self.dir = SIM_BUILD / f"{design.name}Fast-{key}"
@@ -102,6 +106,10 @@ class Model:
                     sources = sources + [FAST_SRC / "nic_fast_top.sv"]
                     top = FAST_TOP
                     args += FAST_VERILATOR_ARGS + [str(FAST_SRC / "dpi_bridge.cpp")]
+                    if self.fast == FAST_SV_CLOCKS:
+                        sources.append(FAST_SRC / (FAST_SV_CLOCKS_TOP + ".sv"))
+                        top = FAST_SV_CLOCKS_TOP
+                        args.append("--timing")
                 makeflags = os.environ.get("MAKEFLAGS", "")
                 if self.fast:
                     os.environ["MAKEFLAGS"] = f"{makeflags} {FAST_MAKE_OPT}".strip()
@@ -129,7 +137,7 @@ def _verilator_version() -> str:
     return config.read_text() if config.exists() else "unknown"
 
 
-def model(design: hw.Design, fast: bool = False) -> Model:
+def model(design: hw.Design, fast: bool | str = False) -> Model:
     """The built model of `design` (built now if this run has not built it yet)."""
     return Model(design, waves_enabled(), fast).build()
 
@@ -155,12 +163,13 @@ def run_cocotb(
     testcase: str | None = None,
     env: dict[str, object] | None = None,
     bench: dict | None = None,
-    fast: bool = False,
+    fast: bool | str = False,
 ) -> None:
     """Run the cocotb tests of `test_module` (a bench's `__name__`) on `design`.
 
     `bench` (JSON-serialisable) reaches the cocotb tests through bench_config(). `fast`:
-    run on the fast harness's model (the design inside nic_fast_top, sim/fastsim).
+    run on the fast harness's model (the design inside nic_fast_top, sim/fastsim);
+    FAST_SV_CLOCKS: its variant with the clocks made in SystemVerilog.
     Fails (AssertionError) if any cocotb test fails or none ran; the message carries the
     seed and how to replay it.
     """
