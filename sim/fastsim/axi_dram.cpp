@@ -109,8 +109,6 @@ struct AxiDram::State {
   // scheduler: tasks waiting on the next clock edge, in the order they began waiting;
   // tasks made ready by an event, in the order woken
   std::vector<int> clock_waiters, next_waiters;
-  std::deque<int> ready;
-  bool on_clock[kTasks] = {};
   uint32_t cycles_left[kTasks] = {};  // ClockCycles(n) of _until, per task
 
   // sinks: AW, W, AR
