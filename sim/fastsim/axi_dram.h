@@ -81,6 +81,10 @@ class AxiDram {
   // Added: back to the state after construction but the memory's bytes (a reset of the
   // NIC's domain: Ddr4Ram's channels are cleared, its DRAM timing state is kept).
   void reset();
+  // Added: the simulation time of the next tick (ns). Ddr4Ram schedules in absolute time
+  // (refresh every tREFI from time 0), so the wrapper says when ticks start; later ticks
+  // advance by period_ns. Default: the first tick at time 0.
+  void set_now_ns(double t);
   uint64_t cycle() const { return cycle_; }
   const AxiDramCounters& counters() const { return cnt_; }
 
@@ -88,11 +92,12 @@ class AxiDram {
   std::vector<uint8_t> mem_;
   bool ddr4_;
   double period_ns_;
+  int64_t period_ps_;
+  int64_t now_ps_ = 0;  // simulation time of the next tick, in ps (the benches' precision)
   uint64_t cycle_ = 0;
   AxiDramCounters cnt_;
   Ddr4Timing timing_;
-  // the state machine lives in axi_dram.cpp
-  struct State;
+  struct State;  // the emulated reference tasks (axi_dram.cpp)
   State* st_ = nullptr;
 
  public:

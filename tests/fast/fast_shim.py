@@ -4,6 +4,7 @@ and builds and runs a cocotb bench on a plain SystemVerilog module (no Chisel de
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import random
 import subprocess
@@ -76,7 +77,7 @@ def load() -> ctypes.CDLL:
     return lib
 
 
-def run_sv_bench(sv: Path, top: str, test_module: str, env: dict | None = None) -> None:
+def run_sv_bench(sv: Path, top: str, test_module: str, env: dict | None = None, bench: dict | None = None) -> None:
     """Builds `sv` (a plain module, cached by its text) and runs `test_module`'s cocotb
     tests on it, with the seed handling of harness.runner.run_cocotb."""
     from cocotb_tools.check_results import get_results
@@ -102,7 +103,8 @@ def run_sv_bench(sv: Path, top: str, test_module: str, env: dict | None = None) 
     try:
         get_runner("verilator").test(test_module=test_module, hdl_toplevel=top, hdl_toplevel_lang="verilog",
                                      build_dir=build_dir, test_dir=run_dir, seed=seed,
-                                     extra_env={k: str(v) for k, v in (env or {}).items()},
+                                     extra_env={**{k: str(v) for k, v in (env or {}).items()},
+                                                runner.BENCH_ENV: json.dumps(bench or {})},
                                      results_xml=str(results), timescale=runner.TIMESCALE)
     except SystemExit as e:
         exit_code = e.code if isinstance(e.code, int) else 1
