@@ -6,7 +6,8 @@ Every per-cycle partner of the NIC is C++ (sim/fastsim: the PCIe host with host 
 the XGMII port ends, the DRAM) called from the Verilator model through DPI-C; Python only
 wakes when the C++ side has news (an MMIO read completed, an MSI-X message, a frame out of
 a port: one dispatcher coroutine awaits the model's `fast_events` counter) or when a
-test's own timer fires. The clocks are cocotb Clocks, which cocotb 2 drives from C++.
+test's own timer fires. The clocks are cocotb Clocks in their C++ (GPI) form: no Python
+runs per edge.
 
 The driver model (host/driver.py) runs unchanged on `rc`, a stand-in for the subset of
 cocotbext-pcie's RootComplex and Function it uses; configuration space is not simulated
@@ -19,7 +20,7 @@ import random
 import cocotb
 from cocotb.clock import Clock
 from cocotb.simtime import get_sim_time
-from cocotb.triggers import ClockCycles, Edge, Event
+from cocotb.triggers import ClockCycles, Event
 from cocotbext.pcie.core.caps import PciCapId
 
 from offnic_sim.fast.fastlib import EV_MMIO_READ, EV_MSI, EV_PORT, FastLib
@@ -220,7 +221,7 @@ class FastPort:
         if sv_clocks(tb.dut):
             assert gbps == 25, "the model's own MAC clocks are 25G ones"
         else:
-            cocotb.start_soon(Clock(self.clk, MAC_PERIOD_NS[gbps], unit="ns").start())
+            cocotb.start_soon(Clock(self.clk, MAC_PERIOD_NS[gbps], unit="ns", impl="gpi").start())
         self.rst.value = 1
         self._rx = Event()
 
@@ -297,7 +298,7 @@ class FastNicTB:
         self._read_id = 0
         dut.reset.value = 1
         if not sv_clocks(dut):
-            cocotb.start_soon(Clock(dut.clock, CORE_PERIOD_NS, unit="ns").start())
+            cocotb.start_soon(Clock(dut.clock, CORE_PERIOD_NS, unit="ns", impl="gpi").start())
         self.ports = [FastPort(self, k, port_gbps) for k in range(2)]
         self.drv = OffnicDriver(dut, self.rc, mode=mode, hostmem=self.hostmem, strict=strict)
         self._t0_ps = get_sim_time("ps")
@@ -316,7 +317,7 @@ class FastNicTB:
     async def _dispatch(self) -> None:
         """Drain the C++ side's news each time it has some."""
         lib = self.lib
-        changed = Edge(self.dut.fast_events)
+        changed = self.dut.fast_events.value_change
         while True:
             await changed
             while (ev := lib.next_event()) is not None:

@@ -114,7 +114,9 @@ class Model:
                         args.append("--timing")
                 makeflags = os.environ.get("MAKEFLAGS", "")
                 if self.fast:
-                    os.environ["MAKEFLAGS"] = f"{makeflags} {FAST_MAKE_OPT}".strip()
+                    # The wheel's verilated.mk leaves the coroutine flag --timing needs empty.
+                    timing = " CFG_CXXFLAGS_COROUTINES=-fcoroutines" if self.fast == FAST_SV_CLOCKS else ""
+                    os.environ["MAKEFLAGS"] = f"{makeflags} {FAST_MAKE_OPT}{timing}".strip()
                 try:
                     runner.build(
                         sources=sources,
