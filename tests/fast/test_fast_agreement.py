@@ -127,6 +127,11 @@ def test_fast_agreement(tmp_path):
     replay = f"replay with OFFNIC_SEED={seed}"
     n_rx = sum(len(v) for v in ref["rx"].values())
     assert n_rx == 2 * RX_FRAMES, f"the reference received {n_rx} of {2 * RX_FRAMES} frames; {replay}"
+    # The comparison means something only if the workload exercised what it compares.
+    rx = [p for v in ref["rx"].values() for p in v]
+    assert sum(1 for v in ref["rx"].values() if v) > 1, "RSS used one queue only"
+    assert any(p[3] is not None for p in rx) and any(p[2] is not None for p in rx), "no RSS hash or checksum"
+    assert all(len(f) == len(t) for f, t in zip(ref["tx_frames"], ref["tx_completions"]))
     for key in ("tx_frames", "tx_completions", "rx", "counters", "driver_errors"):
         if key == "counters":
             for block in ref[key]:
