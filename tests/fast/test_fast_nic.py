@@ -12,6 +12,7 @@ from cocotb.triggers import Timer, with_timeout
 from offnic_sim.harness.hw import Design
 from offnic_sim.harness.runner import run_cocotb
 from offnic_sim.fast.fast_tb import FastNicTB
+from offnic_sim.host.nic_tb import DRAM_BYTES
 
 NIC = Design.of("nic.Nic", addr_bits=24, board_id=0)
 
@@ -37,6 +38,9 @@ async def mmio(dut):
     assert await bar.read_dword(0xFF_FFF0) == 0xFFFF_FFFF
     st = tb.lib.host_stats()
     assert st["cq_tlps"] > 0 and st["cc_tlps"] > 0 and st["bad_requests"] == 0, st
+    # The DRAM model is there, as NicTB's: bytes written by the host read back.
+    tb.dram.write(0x1000, b"offnic")
+    assert tb.dram.read(0x1000, 6) == b"offnic" and len(tb.dram.mem) == DRAM_BYTES
 
 
 @cocotb.test(timeout_time=300, timeout_unit="us")

@@ -267,11 +267,18 @@ class FastPort:
 
 
 class FastDram:
-    """The DRAM behind the cache's m_axi: `mem`, its bytes (as AxiRam's)."""
+    """The DRAM behind the cache's m_axi (sim/fastsim/axi_dram.cpp): `mem`, its bytes, and
+    AxiRam's `read`/`write` (the host's view, no simulated time)."""
 
     def __init__(self, lib: FastLib, model: str):
         self.model = model
         self.mem = lib.dram_mem()
+
+    def write(self, address: int, data: bytes) -> None:
+        self.mem[address:address + len(data)] = bytes(data)
+
+    def read(self, address: int, length: int) -> bytes:
+        return bytes(self.mem[address:address + length])
 
 
 class FastNicTB:

