@@ -330,9 +330,10 @@ class FastNicTB:
             while (ev := lib.next_event()) is not None:
                 kind, ident, status, data = ev
                 if kind == EV_MMIO_READ:
-                    done, box = self._reads.pop(ident)
-                    box.extend((status, data))
-                    done.set()
+                    waiter = self._reads.pop(ident, None)  # None: its reader was cancelled
+                    if waiter is not None:
+                        waiter[1].extend((status, data))
+                        waiter[0].set()
                 elif kind == EV_MSI:
                     v = self.rc.vectors.get(ident)
                     if v is not None:
