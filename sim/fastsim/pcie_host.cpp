@@ -253,7 +253,12 @@ void PcieHost::answer_read(Tlp* req) {
   uint32_t first = first_be_offset(req->first_be);
   uint32_t byte_length = req->dwords * 4 - first - last_be_offset(req->dwords == 1 ? req->first_be : req->last_be);
   uint64_t base = req->addr;
-  bool ok = mem_range(base, req->dwords * 4ull) && req->dwords * 4 <= 0x1000 - (base & 0xfff);
+  if (req->dwords * 4 > 0x1000 - (base & 0xfff)) {  // malformed: the root complex drops it, as cocotbext's
+    ++stats_.bad_requests;
+    delete req;
+    return;
+  }
+  bool ok = mem_range(base, req->dwords * 4ull);
   auto completion = [&](uint32_t status, uint32_t lower, uint32_t byte_count, const uint8_t* data, uint32_t ndw) {
     auto* c = new Tlp;
     Frame& f = c->frame;
@@ -283,7 +288,7 @@ void PcieHost::answer_read(Tlp* req) {
     ++stats_.rc_tlps;
     at(send_down(12 + ndw * 4), kDownArrive, c);
   };
-  if (!ok) {  // no memory there, or across 4 KiB: Unsupported Request
+  if (!ok) {  // no memory there: Unsupported Request
     completion(1, static_cast<uint32_t>(base & 0x7f), 0, nullptr, 0);
     delete req;
     return;

@@ -187,3 +187,30 @@ def test_pcie_host():
     assert (EV_MMIO_READ, 77, 0, (0xCAFEF00D).to_bytes(4, "little")) in events, events
     st = lib.host_stats()
     assert st["reads"] == len(reads) and st["max_in_flight"] > 1 and st["bad_requests"] == 0, st
+
+
+def test_pcie_host_bad_requests():
+    """A read of memory the host does not have gets an Unsupported Request completion
+    (request completed, no data); a read across 4 KiB (malformed), a discontinued TLP and
+    a write outside memory are dropped and counted, as cocotbext-pcie's root complex does
+    (the NIC's read timeout covers the dropped read); nothing hangs."""
+    rng = random.Random(random.getrandbits(64))
+    lib = FastLib()
+    lib.init(1 << 20, 4.0, 0, False)
+    lib.lib.fastsim_set_read_latency(100.0, 0.0)
+    nic = Nic(lib, rng)
+    nic.rq([0, 1, 4 | 0 << 11, 1], 0xF, 0xF)                 # at 4 GiB: no memory there
+    nic.rq([0xFF0, 0, 8 | 0 << 11, 2], 0xF, 0xF)             # 0xFF0 + 32 bytes crosses 4 KiB
+    nic.rq([0x100, 0, 1 | 1 << 11, 0, 7], 0xF, 0)           # a fine write, for contrast
+    nic.rq([0, 1, 1 | 1 << 11, 0, 7], 0xF, 0)               # a write outside memory
+    nic.rq_beats.append(([0x200, 0, 1 | 0 << 11, 3], 0xF, True, 0xF | 1 << 11))  # discontinued
+    for _ in range(2000):
+        nic.step()
+    by_tag = {dw[2] & 0xFF: dw for _, dw, _ in nic.rc_frames}
+    assert sorted(by_tag) == [1], by_tag
+    for tag in (1,):
+        dw = by_tag[tag]
+        assert dw[1] >> 11 & 7 == 1 and dw[1] & 0x7FF == 0 and dw[0] >> 30 & 1 and len(dw) == 3, dw
+    assert lib.host_mem()[0x100] == 7
+    st = lib.host_stats()
+    assert st["bad_requests"] == 3 and st["in_flight"] == 0, st
