@@ -6,8 +6,9 @@ Every per-cycle partner of the NIC is C++ (sim/fastsim: the PCIe host with host 
 the XGMII port ends, the DRAM) called from the Verilator model through DPI-C; Python only
 wakes when the C++ side has news (an MMIO read completed, an MSI-X message, a frame out of
 a port: one dispatcher coroutine awaits the model's `fast_events` counter) or when a
-test's own timer fires. The clocks are cocotb Clocks in their C++ (GPI) form: no Python
-runs per edge.
+test's own timer fires. The clocks: made by the model itself (nic_fast_clocks.sv, the
+default build: faster) or cocotb's Clocks in their C++ (GPI) form (the gpi-clocks build,
+for ports other than 25G); no Python runs per edge either way.
 
 The driver model (host/driver.py) runs unchanged on `rc`, a stand-in for the subset of
 cocotbext-pcie's RootComplex and Function it uses; configuration space is not simulated
@@ -219,7 +220,7 @@ class FastPort:
         self.clk = getattr(tb.dut, f"port_mac_clk_{k}")
         self.rst = getattr(tb.dut, f"port_mac_rst_{k}")
         if sv_clocks(tb.dut):
-            assert gbps == 25, "the model's own MAC clocks are 25G ones"
+            assert gbps == 25, "the model's own MAC clocks are 25G: run on the gpi-clocks build (runner.FAST_GPI_CLOCKS)"
         else:
             cocotb.start_soon(Clock(self.clk, MAC_PERIOD_NS[gbps], unit="ns", impl="gpi").start())
         self.rst.value = 1

@@ -3,7 +3,7 @@ idle (driver up, nothing to do) and under traffic (both ports: TX rings kept ful
 1514-byte frames by the driver and 1514-byte frames sent into the NIC back to back,
 every frame taken at the far end and by the driver).
 
-    PYTHONPATH=sim .venv/bin/python -m offnic_sim.fast.speed [--harness fast,public,sv-clocks,nic] [--idle-us N] [--traffic-us N]
+    PYTHONPATH=sim .venv/bin/python -m offnic_sim.fast.speed [--harness fast,gpi-clocks,public,nic] [--idle-us N] [--traffic-us N]
 
 prints one line per harness and workload. The figures are wall-clock speeds of the
 machine it runs on (a loaded machine gives lower ones); nothing here asserts them.
@@ -21,7 +21,7 @@ import cocotb
 from cocotb.triggers import Timer
 
 from offnic_sim.harness import hw
-from offnic_sim.harness.runner import FAST_PUBLIC, FAST_SV_CLOCKS, bench_config, run_cocotb
+from offnic_sim.harness.runner import FAST_GPI_CLOCKS, FAST_PUBLIC, bench_config, run_cocotb
 from offnic_sim.fast.fast_tb import FastNicTB
 from offnic_sim.host.driver import DEFAULT_MAC
 from offnic_sim.host.nic_tb import NicTB
@@ -97,7 +97,7 @@ async def speed(dut):
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--harness", default="fast,nic", help="fast, public, sv-clocks (the fast harness and its variants), nic (comma-separated)")
+    ap.add_argument("--harness", default="fast,nic", help="fast, gpi-clocks, public (the fast harness and its variants: harness/runner.py), nic")
     ap.add_argument("--idle-us", type=float, default=50.0)
     ap.add_argument("--traffic-us", type=float, default=20.0)
     a = ap.parse_args()
@@ -105,7 +105,7 @@ def main() -> None:
     for h in a.harness.split(","):
         with tempfile.TemporaryDirectory() as d:
             out = Path(d) / "speed.json"
-            fast = {"fast": True, "public": FAST_PUBLIC, "nic": False, "sv-clocks": FAST_SV_CLOCKS}[h]
+            fast = {"fast": True, "gpi-clocks": FAST_GPI_CLOCKS, "public": FAST_PUBLIC, "nic": False}[h]
             run_cocotb(NIC, "offnic_sim.fast.speed",
                        bench={"harness": h, "idle_us": a.idle_us, "traffic_us": a.traffic_us, "out": str(out)},
                        fast=fast)

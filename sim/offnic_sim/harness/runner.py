@@ -41,24 +41,26 @@ FAST_VERILATOR_ARGS = ["-O3", "--x-assign", "fast", "--x-initial", "fast", "-CFL
 # verilated.mk's optimisation variables; the run-once constructors (OPT_SLOW) keep the
 # default: at -O2, gcc takes over ten minutes on the symbol table's VPI registrations.
 FAST_MAKE_OPT = "OPT_FAST=-O2 OPT_GLOBAL=-O2"
-# Variants (run_cocotb's `fast`): True, the default: only the wrapper's signals visible
-# to cocotb (nic_fast_top.vlt; cocotb's runner makes every signal public, which stops
-# Verilator optimising the NIC's: 8x slower, measured); FAST_PUBLIC, every signal public;
-# FAST_SV_CLOCKS, the default with its clocks made in SystemVerilog under --timing
-# (nic_fast_clocks.sv) instead of cocotb's.
+# Variants (run_cocotb's `fast`), measured with offnic_sim/fast/speed.py:
+# - True, the default: clocks made in SystemVerilog under --timing (nic_fast_clocks.sv:
+#   25G ports; 12-48% faster than cocotb's C++ clocks), and only the wrapper's signals
+#   visible to cocotb (*.vlt: cocotb's runner makes every signal public, which stops
+#   Verilator optimising the NIC's signals: 8x slower);
+# - FAST_GPI_CLOCKS: cocotb's clocks (any port speed), signals as the default;
+# - FAST_PUBLIC: cocotb's clocks and every signal public.
+FAST_GPI_CLOCKS = "gpi-clocks"
 FAST_PUBLIC = "public"
-FAST_SV_CLOCKS = "sv-clocks"
 
 
 def _fast_variant(fast: bool | str) -> tuple[str, list[str], list[str], str]:
     """(top module, sources in sim/fastsim, extra Verilator arguments, extra make variables)."""
-    if fast not in (True, FAST_PUBLIC, FAST_SV_CLOCKS):
-        raise ValueError(f"fast: True, {FAST_PUBLIC!r} or {FAST_SV_CLOCKS!r}, not {fast!r}")
+    if fast not in (True, FAST_GPI_CLOCKS, FAST_PUBLIC):
+        raise ValueError(f"fast: True, {FAST_GPI_CLOCKS!r} or {FAST_PUBLIC!r}, not {fast!r}")
     top, files, args, make = "nic_fast_top", ["nic_fast_top.sv", "dpi_bridge.cpp", "fastsim_abi.h"], [], ""
     if fast != FAST_PUBLIC:
         files.append("nic_fast_top.vlt")
         args += ["--no-public-flat-rw", str(FAST_SRC / "nic_fast_top.vlt")]
-    if fast == FAST_SV_CLOCKS:
+    if fast is True:
         top = "nic_fast_clocks"
         files += ["nic_fast_clocks.sv", "nic_fast_clocks.vlt"]
         args += ["--timing", str(FAST_SRC / "nic_fast_clocks.vlt")]
@@ -184,7 +186,7 @@ def run_cocotb(
 
     `bench` (JSON-serialisable) reaches the cocotb tests through bench_config(). `fast`:
     run on the fast harness's model (the design inside nic_fast_top, sim/fastsim);
-    FAST_PUBLIC or FAST_SV_CLOCKS: one of its variants (above).
+    FAST_GPI_CLOCKS or FAST_PUBLIC: one of its variants (above).
     Fails (AssertionError) if any cocotb test fails or none ran; the message carries the
     seed and how to replay it.
     """
