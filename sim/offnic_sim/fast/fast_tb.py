@@ -16,12 +16,15 @@ cocotbext-pcie's RootComplex and Function it uses; configuration space is not si
 """
 from __future__ import annotations
 
+import logging
 import random
 
 import cocotb
 from cocotb.clock import Clock
+from cocotb.queue import QueueEmpty
 from cocotb.simtime import get_sim_time
-from cocotb.triggers import ClockCycles, Event
+from cocotb.triggers import ClockCycles, Event, Timer
+from cocotbext.eth import XgmiiFrame
 from cocotbext.pcie.core.caps import PciCapId
 
 from offnic_sim.fast.fastlib import EV_MMIO_READ, EV_MSI, EV_PORT, FastLib
@@ -33,11 +36,9 @@ HOST_BYTES = 1 << 30      # host memory at bus address 0 (pages cost nothing unt
 RESET_CYCLES = 16         # core clock cycles of reset before the harness starts
 SV_CLOCKS_TOP = "nic_fast_clocks"  # the model variant whose clocks SystemVerilog makes
 
-
 def sv_clocks(dut) -> bool:
     """Does the model make its own clocks (nic_fast_clocks.sv) or does cocotb?"""
     return dut._name == SV_CLOCKS_TOP
-
 
 class FastHostMemory:
     """HostMemory's API over the C++ host memory: `alloc`, `read_latency_ns`, `jitter_ns`,
@@ -95,13 +96,11 @@ class FastHostMemory:
         self._next = addr + block
         return HostBuffer(addr, size, self._mem[addr:addr + block])
 
-
 class FastMsiVector:
     def __init__(self, addr: int, data: int):
         self.addr, self.data = addr, data
         self.event = Event()
         self.cb = []
-
 
 class FastBar:
     """BAR0 as cocotbext-pcie's bar_window: reads wait for the NIC's completion."""
@@ -120,7 +119,6 @@ class FastBar:
 
     async def write_dword(self, addr: int, value: int) -> None:
         await self.write(addr, (value & 0xFFFF_FFFF).to_bytes(4, "little"))
-
 
 class FastFunction:
     """The NIC's PCIe function as the driver sees it: enabling, the device capabilities
@@ -162,17 +160,14 @@ class FastFunction:
     async def msix_set_enable(self, enable: bool) -> None:
         self.msix_enabled = enable
 
-
 class _Bus:
     def __init__(self, devices):
         self.devices = devices
         self.children = []
 
-
 class _HostBridge:
     def __init__(self, fn):
         self.bus = _Bus([fn])
-
 
 class FastRootComplex:
     """The subset of cocotbext-pcie's RootComplex the driver model uses."""
@@ -208,10 +203,84 @@ class FastRootComplex:
             out.append(v)
         return out
 
+class _SourceView:
+    """The subset of cocotbext-eth's XgmiiSource the workloads use, over the C++ port:
+    send/send_nowait (an XgmiiFrame: preamble and FCS taken off, a bad FCS kept as bad),
+    count, idle, wait."""
+
+    def __init__(self, port: "FastPort"):
+        self._port = port
+        self.log = logging.getLogger(f"offnic.fast.port{port.k}.source")
+
+    def send_nowait(self, frame) -> None:
+        data = bytes(frame.data) if hasattr(frame, "data") else bytes(frame)
+        if hasattr(frame, "check_fcs"):  # an XgmiiFrame: preamble + SFD + frame + FCS
+            self._port._send(data[8:-4], pad=False, bad_fcs=not frame.check_fcs())
+        else:
+            self._port._send(data, pad=True, bad_fcs=False)
+
+    async def send(self, frame) -> None:
+        self.send_nowait(frame)
+
+    def count(self) -> int:
+        return self._port.tx_pending()
+
+    def empty(self) -> bool:
+        return self.count() == 0
+
+    def idle(self) -> bool:
+        return self.count() == 0
+
+    async def wait(self) -> None:
+        while self.count():
+            await Timer(100, "ns")
+
+class _SinkView:
+    """The subset of cocotbext-eth's XgmiiSink the workloads use: recv/recv_nowait (an
+    XgmiiFrame rebuilt from the frame; sim_time_start/end from the port's cycle counts,
+    to the MAC clock edge), empty, count, clear; no back-pressure (XGMII has none)."""
+
+    def __init__(self, port: "FastPort"):
+        self._port = port
+        self.log = logging.getLogger(f"offnic.fast.port{port.k}.sink")
+
+    def _frame(self, f):
+        data, fcs_ok, start, end = f
+        xf = XgmiiFrame.from_payload(data, min_len=0)
+        if not fcs_ok:
+            d = bytearray(xf.data)
+            d[-1] ^= 0xFF
+            xf.data = d
+        xf.sim_time_start = self._port._cycle_time_ps(start)
+        xf.sim_time_end = self._port._cycle_time_ps(end)
+        return xf
+
+    def recv_nowait(self):
+        f = self._port._tb.lib.port_recv(self._port.k)
+        if f is None:
+            raise QueueEmpty()
+        return self._frame(f)
+
+    async def recv(self):
+        return self._frame(await self._port._recv_raw())
+
+    def count(self) -> int:
+        return self._port._tb.lib.lib.fastsim_port_rx_pending(self._port.k)
+
+    def empty(self) -> bool:
+        return self.count() == 0
+
+    def clear(self) -> None:
+        while self._port._tb.lib.port_recv(self._port.k) is not None:
+            pass
+
+    def set_pause_generator(self, generator=None) -> None:
+        pass
 
 class FastPort:
     """One Ethernet port's far end (nic_tb.Port's API): frames into the NIC and out of it,
-    through the C++ XgmiiPort in the port's MAC clock domain."""
+    through the C++ XgmiiPort in the port's MAC clock domain; `source` and `sink` offer the
+    subset of cocotbext-eth's XgmiiSource and XgmiiSink that workloads use."""
 
     def __init__(self, tb: "FastNicTB", k: int, gbps: int):
         self.k = k
@@ -225,6 +294,10 @@ class FastPort:
             cocotb.start_soon(Clock(self.clk, MAC_PERIOD_NS[gbps], unit="ns", impl="gpi").start())
         self.rst.value = 1
         self._rx = Event()
+        self._period_ps = round(MAC_PERIOD_NS[gbps] * 1000)
+        self._t_reset_ps = 0
+        self.source = _SourceView(self)
+        self.sink = _SinkView(self)
 
     async def reset(self) -> None:
         self.rst.value = 1
@@ -232,24 +305,34 @@ class FastPort:
         if self._tb.lib.have_ports:
             self._tb.lib.lib.fastsim_port_reset(self.k)
         self.rst.value = 0
+        self._t_reset_ps = get_sim_time("ps")
 
-    async def send(self, frame: bytes, bad_fcs: bool = False, pad: bool = True) -> None:
-        """A frame (without FCS) into the NIC: preamble and FCS added, padded to 60 bytes
-        unless `pad` is False (a runt)."""
+    def _cycle_time_ps(self, cycle: int) -> int:
+        return self._t_reset_ps + cycle * self._period_ps
+
+    def _send(self, frame: bytes, pad: bool, bad_fcs: bool) -> None:
         self._need_ports()
         self._tb.lib.lib.fastsim_port_send(self.k, bytes(frame), len(frame), int(pad), int(bad_fcs))
 
-    async def recv(self) -> bytes:
-        """The next frame the NIC sent, without FCS (its FCS checked)."""
+    async def _recv_raw(self):
         self._need_ports()
         while True:
             f = self._tb.lib.port_recv(self.k)
             if f is not None:
-                data, fcs_ok, _, _ = f
-                assert fcs_ok, f"port {self.k}: frame with a bad FCS"
-                return data
+                return f
             self._rx.clear()
             await self._rx.wait()
+
+    async def send(self, frame: bytes, bad_fcs: bool = False, pad: bool = True) -> None:
+        """A frame (without FCS) into the NIC: preamble and FCS added, padded to 60 bytes
+        unless `pad` is False (a runt)."""
+        self._send(frame, pad, bad_fcs)
+
+    async def recv(self) -> bytes:
+        """The next frame the NIC sent, without FCS (its FCS checked)."""
+        data, fcs_ok, _, _ = await self._recv_raw()
+        assert fcs_ok, f"port {self.k}: frame with a bad FCS"
+        return data
 
     def recv_nowait(self) -> bytes | None:
         f = self._tb.lib.port_recv(self.k)
@@ -266,7 +349,6 @@ class FastPort:
         if not self._tb.lib.have_ports:
             raise RuntimeError("this libfastsim has no port model (sim/fastsim/xgmii_port.cpp)")
 
-
 class FastDram:
     """The DRAM behind the cache's m_axi (sim/fastsim/axi_dram.cpp): `mem`, its bytes, and
     AxiRam's `read`/`write` (the host's view, no simulated time)."""
@@ -280,7 +362,6 @@ class FastDram:
 
     def read(self, address: int, length: int) -> bytes:
         return bytes(self.mem[address:address + length])
-
 
 class FastNicTB:
     """The NIC with its PCIe host, ports and driver on the fast harness. `await init()`
