@@ -8,7 +8,9 @@
 // up to max payload size, cut at the 64-byte read completion boundary), the RC
 // descriptor's lower address, byte count, request-completed flag and tuser byte enables,
 // the link's serialisation (Gen3 at 8 GT/s, 128b/130b, x`lanes`, 8 bytes of framing per
-// TLP, 5 ns of port delay each side) and the host read latency with optional jitter.
+// TLP, 5 ns of port delay each side) and the host read latency with optional jitter;
+// bad requests as the root complex treats them (no memory: Unsupported Request; a read
+// across 4 KiB or a discontinued TLP: dropped and counted).
 // Not modelled (they only move timing): DLLPs (ACK, flow-control updates) on the link,
 // flow-control credits and the hard IP's completion buffer limits, tuser parity (zero).
 #pragma once
