@@ -109,6 +109,7 @@ struct AxiDram::State {
   // scheduler: tasks waiting on the next clock edge, in the order they began waiting;
   // tasks made ready by an event, in the order woken
   std::vector<int> clock_waiters, next_waiters;
+  std::deque<std::pair<int, int>> run_queue;
   uint32_t cycles_left[kTasks] = {};  // ClockCycles(n) of _until, per task
 
   // sinks: AW, W, AR
@@ -185,7 +186,9 @@ void AxiDram::tick(const AxiMaster& m, AxiSlave* out) {
   State& s = *st_;
   const double now = double(now_ps_) / 1000.0;  // get_sim_time("ns") of this edge
   enum Reason { kEdge, kEvent };
-  std::deque<std::pair<int, Reason>> ready;
+  // the run queue of this edge: a FIFO kept in State so no edge allocates
+  auto& ready = s.run_queue;
+  ready.clear();
 
   auto wait_clock = [&](int t) { s.next_waiters.push_back(t); };
   auto wake = [&](int t) { ready.emplace_back(t, kEvent); };
@@ -302,7 +305,7 @@ void AxiDram::tick(const AxiMaster& m, AxiSlave* out) {
 
   while (!ready.empty()) {
     const int t = ready.front().first;
-    const Reason why = ready.front().second;
+    const Reason why = Reason(ready.front().second);
     ready.pop_front();
     switch (t) {
       case kAw: case kW: case kAr: {  // StreamSink._run

@@ -4,6 +4,11 @@
 // 0 or 4, preamble + SFD, FCS). Receive side (what the NIC sends): decoded as XgmiiSink
 // does (start in lane 0 or 4, terminate in any lane, other control characters end the
 // frame and are flagged), FCS checked.
+// For the wrapper: while the port's MAC reset is high XgmiiSource drives rxd = 0, rxc = 0
+// (not idles); tick() from the first rising edge that sees the reset low. Frame cycles are
+// tick() counts in the MAC clock (cycle() at that edge), not core cycles. NicTB's Port.reset
+// keeps XgmiiSource's queue; reset() here drops it (the spec's choice).
+// Checked word for word against the references: tests/fast/test_xgmii_port.py.
 #pragma once
 
 #include <cstddef>
