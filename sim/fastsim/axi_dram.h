@@ -105,6 +105,7 @@ class AxiDram {
   uint64_t cycle_ = 0;
   AxiDramCounters cnt_;
   Ddr4Timing timing_;
+  void drive(AxiSlave* out) const;
   struct State;  // the emulated reference tasks (axi_dram.cpp)
   State* st_ = nullptr;
 

@@ -1,7 +1,7 @@
 // Cost per clock edge of the C++ partners under full load, for the harness's budget
 // (issue 21: the whole NIC at 100,000 core cycles per wall second). Not a test: build and
 // run by hand:
-//   g++ -std=c++17 -O2 -Isim/fastsim tests/fast/perf_partners.cpp sim/fastsim/xgmii_port.cpp \
+//   g++ -std=c++17 -O2 -Isim/fastsim tests/fast/perf_partners.cpp sim/fastsim/xgmii_port.cpp
 //       sim/fastsim/axi_dram.cpp -o build/perf_partners && build/perf_partners
 //   XgmiiPort: 1518-byte frames back to back into the NIC, its own words looped back as
 //   the NIC's transmit side, so encoder and decoder (with CRC) both run at line rate.
@@ -64,5 +64,19 @@ int main() {
               " (%.1f Gb/s both ways at 250 MHz)\n",
               s / double(na) * 1e9, double(na) / s / 1e6, (unsigned long long)rbeats, (unsigned long long)bs,
               (double(rbeats) * 32 + double(bs) * 512) * 8 / (double(na) * 4.0));
+
+  // idle: no frame, no burst (most edges of an idle or lightly loaded NIC)
+  fastsim::XgmiiPort quiet;
+  fastsim::AxiDram still(32u << 20, true, 4.0);
+  fastsim::AxiMaster none{};
+  d = 0x0707070707070707ull;
+  c = 0xFF;
+  t0 = Clock::now();
+  for (uint64_t i = 0; i < n; i++) {
+    quiet.tick(d, c, &rd, &rc);
+    still.tick(none, &sl);
+  }
+  s = std::chrono::duration<double>(Clock::now() - t0).count();
+  std::printf("idle: %.1f ns per edge for one XgmiiPort and one AxiDram together\n", s / double(n) * 1e9);
   return 0;
 }
