@@ -61,7 +61,7 @@ class XgmiiPort {
   // transmit (XgmiiSource's state)
   std::deque<std::vector<uint8_t>> txq_;  // wire bytes: preamble, SFD, frame, FCS
   std::vector<uint8_t> cur_d_, cur_c_;   // the frame on the wire as lanes (with START/TERM)
-  size_t cur_off_ = 0;
+  size_t cur_off_ = 0, cur_start_ = 0;  // next lane; the START's lane in cur_d_
   bool cur_active_ = false;
   int ifg_cnt_ = 0, deficit_ = 0;
   // receive (XgmiiSink's state)

@@ -5,7 +5,9 @@
 //       sim/fastsim/axi_dram.cpp -o build/perf_partners && build/perf_partners
 //   XgmiiPort: 1518-byte frames back to back into the NIC, its own words looped back as
 //   the NIC's transmit side, so encoder and decoder (with CRC) both run at line rate.
-//   AxiDram ddr4: a master keeping AW/W/AR valid with 512-byte bursts, always ready.
+//   AxiDram ddr4: a master keeping AW/W valid and AR valid with up to 8 reads outstanding
+//   (as the NIC bounds them; Ddr4Ram itself takes reads without limit), 512-byte bursts,
+//   always ready.
 #include <chrono>
 #include <cstdio>
 #include <vector>
@@ -51,6 +53,7 @@ int main() {
     m.awaddr = (aw * 512) % (16u << 20);
     m.araddr = (ar * 512 + (8u << 20)) % (16u << 20);
     m.wlast = wbeat == 15;
+    m.arvalid = ar - rbeats / 16 < 8;
     fastsim::AxiSlave before = sl;
     dram.tick(m, &sl);
     if (before.awready && m.awvalid) aw++;
