@@ -3,10 +3,18 @@
 // ddr4 timing: the answer cycles of sim/offnic_sim/host/ddr4_model.py's Ddr4Ram (the
 // K3P-Q's DDR4 behind PG150's controller; parameters and sources in Ddr4Params below).
 // ideal: as cocotbext-axi 0.1.28's AxiRam (no DRAM timing).
-// Supported: INCR bursts of full 32-byte beats (what the NIC issues) and, in ideal mode,
-// any size and FIXED/WRAP as AxiRam. Not supported in ddr4 mode (Ddr4Ram asserts on them):
-// FIXED/WRAP bursts, narrow beats, bursts crossing 4 KiB: answered with SLVERR (reads: zero
-// data for every beat; writes: the data is taken and dropped) instead of a hang.
+// Cycle-exact means: the same readies, B and R on every edge as the reference would drive
+// in a cocotb bench whose master writes its signals at the rising edge (tests/fast/
+// test_axi_dram.py). To get there axi_dram.cpp emulates the reference's cocotb tasks in
+// the order cocotb 2 resumes them (see there); the reference's answer cycles depend on it.
+// Supported: INCR bursts of full 32-byte beats (what the NIC issues) in both modes; in
+// ideal mode also FIXED, WRAP (2/4/8/16 beats) and narrow beats, as AxiRam does them.
+// Refused with SLVERR on every beat (reads: zero data; writes: the data is taken and
+// dropped), answered at once, never a hang: what the references assert on. ddr4: anything
+// but full-width INCR, and bursts crossing 4 KiB; ideal: INCR bursts crossing 4 KiB, beats
+// wider than the bus, WRAP of another length. As the references: reads wrap around the
+// memory, ddr4 writes past its end answer SLVERR (ideal: they wrap); WLAST is not checked
+// (the burst length comes from AWLEN).
 #pragma once
 
 #include <cstddef>
@@ -97,6 +105,7 @@ class AxiDram {
   uint64_t cycle_ = 0;
   AxiDramCounters cnt_;
   Ddr4Timing timing_;
+  void drive(AxiSlave* out) const;
   struct State;  // the emulated reference tasks (axi_dram.cpp)
   State* st_ = nullptr;
 

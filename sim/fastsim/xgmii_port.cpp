@@ -5,8 +5,11 @@
 #include "xgmii_port.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace fastsim {
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "XGMII lanes are copied as bytes of a word");
 
 namespace {
 
@@ -17,28 +20,39 @@ constexpr int kIfg = 12;          // XgmiiSource's default ifg (NicTB keeps it)
 constexpr size_t kMinLen = 60;    // XgmiiFrame.from_payload(min_len=60)
 constexpr uint64_t kIdleWord = 0x0707070707070707ull;
 
-// zlib's CRC-32 (reflected 0xEDB88320), the FCS XgmiiFrame computes with zlib.crc32.
+// zlib's CRC-32 (reflected 0xEDB88320), the FCS XgmiiFrame computes with zlib.crc32;
+// sliced by 8 bytes, since every frame is summed once each way at line rate.
 struct CrcTable {
-  uint32_t t[256];
+  uint32_t t[8][256];
   CrcTable() {
     for (uint32_t i = 0; i < 256; i++) {
       uint32_t c = i;
       for (int k = 0; k < 8; k++) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-      t[i] = c;
+      t[0][i] = c;
     }
+    for (uint32_t i = 0; i < 256; i++)
+      for (int s = 1; s < 8; s++) t[s][i] = (t[s - 1][i] >> 8) ^ t[0][t[s - 1][i] & 0xFF];
   }
 };
 const CrcTable kCrc;
 
 uint32_t crc32(const uint8_t* d, size_t n) {
   uint32_t c = 0xFFFFFFFFu;
-  for (size_t i = 0; i < n; i++) c = kCrc.t[(c ^ d[i]) & 0xFF] ^ (c >> 8);
+  for (; n >= 8; n -= 8, d += 8) {
+    uint32_t lo = c ^ (uint32_t(d[0]) | uint32_t(d[1]) << 8 | uint32_t(d[2]) << 16 | uint32_t(d[3]) << 24);
+    c = kCrc.t[7][lo & 0xFF] ^ kCrc.t[6][(lo >> 8) & 0xFF] ^ kCrc.t[5][(lo >> 16) & 0xFF] ^
+        kCrc.t[4][lo >> 24] ^ kCrc.t[3][d[4]] ^ kCrc.t[2][d[5]] ^ kCrc.t[1][d[6]] ^ kCrc.t[0][d[7]];
+  }
+  for (; n; n--, d++) c = kCrc.t[0][(c ^ *d) & 0xFF] ^ (c >> 8);
   return c ^ 0xFFFFFFFFu;
 }
 
 }  // namespace
 
-XgmiiPort::XgmiiPort() { reset(); }
+XgmiiPort::XgmiiPort() {
+  rx_buf_.reserve(16384);  // a jumbo frame without reallocation
+  reset();
+}
 
 void XgmiiPort::reset() {
   cycle_ = 0;
@@ -94,6 +108,7 @@ void XgmiiPort::tx_word(uint64_t* d, uint8_t* c) {
         cur_d_.assign(4, kIdle);
         cur_c_.assign(4, 1);
       }
+      cur_start_ = cur_d_.size();
       cur_d_.push_back(kStart);
       cur_c_.push_back(1);
       cur_d_.insert(cur_d_.end(), f.begin() + 1, f.end());
@@ -117,6 +132,14 @@ void XgmiiPort::tx_word(uint64_t* d, uint8_t* c) {
   }
   uint64_t dv = 0;
   uint8_t cv = 0;
+  if (cur_off_ > cur_start_ && cur_off_ + kLanes < cur_d_.size()) {
+    // eight data lanes: past the START, before the TERMINATE (the last lane of the frame)
+    std::memcpy(&dv, &cur_d_[cur_off_], kLanes);  // lane k = byte k (little-endian host)
+    cur_off_ += kLanes;
+    *d = dv;
+    *c = cv;
+    return;
+  }
   for (int k = 0; k < kLanes; k++) {
     if (cur_active_) {
       dv |= uint64_t(cur_d_[cur_off_]) << (8 * k);
@@ -170,6 +193,12 @@ void XgmiiPort::rx_finish(uint64_t lane_cycle, bool ctrl_error) {
 
 void XgmiiPort::rx_word(uint64_t d, uint8_t c) {
   if (!rx_in_frame_ && d == kIdleWord && c == 0xFF) return;
+  if (rx_in_frame_ && c == 0) {  // eight data bytes of the frame
+    uint8_t b[kLanes];
+    std::memcpy(b, &d, kLanes);  // lane k is byte k of the word on a little-endian host
+    rx_buf_.insert(rx_buf_.end(), b, b + kLanes);
+    return;
+  }
   for (int k = 0; k < kLanes; k++) {
     uint8_t dv = uint8_t(d >> (8 * k));
     bool cv = (c >> k) & 1;

@@ -4,6 +4,11 @@
 // 0 or 4, preamble + SFD, FCS). Receive side (what the NIC sends): decoded as XgmiiSink
 // does (start in lane 0 or 4, terminate in any lane, other control characters end the
 // frame and are flagged), FCS checked.
+// For the wrapper: while the port's MAC reset is high XgmiiSource drives rxd = 0, rxc = 0
+// (not idles); tick() from the first rising edge that sees the reset low. Frame cycles are
+// tick() counts in the MAC clock (cycle() at that edge), not core cycles. NicTB's Port.reset
+// keeps XgmiiSource's queue; reset() here drops it (the spec's choice).
+// Checked word for word against the references: tests/fast/test_xgmii_port.py.
 #pragma once
 
 #include <cstddef>
@@ -56,7 +61,7 @@ class XgmiiPort {
   // transmit (XgmiiSource's state)
   std::deque<std::vector<uint8_t>> txq_;  // wire bytes: preamble, SFD, frame, FCS
   std::vector<uint8_t> cur_d_, cur_c_;   // the frame on the wire as lanes (with START/TERM)
-  size_t cur_off_ = 0;
+  size_t cur_off_ = 0, cur_start_ = 0;  // next lane; the START's lane in cur_d_
   bool cur_active_ = false;
   int ifg_cnt_ = 0, deficit_ = 0;
   // receive (XgmiiSink's state)
