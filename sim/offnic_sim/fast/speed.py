@@ -1,0 +1,120 @@
+"""How fast the whole NIC simulates on each harness: core clock cycles per wall second,
+idle (driver up, nothing to do) and under traffic (both ports: TX rings kept full of
+1514-byte frames by the driver and 1514-byte frames sent into the NIC back to back,
+every frame taken at the far end and by the driver).
+
+    PYTHONPATH=sim .venv/bin/python -m offnic_sim.fast.speed [--harness fast,gpi-clocks,public,nic] [--idle-us N] [--traffic-us N]
+
+prints one line per harness and workload. The figures are wall-clock speeds of the
+machine it runs on (a loaded machine gives lower ones); nothing here asserts them.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import cocotb
+from cocotb.triggers import Timer
+
+from offnic_sim.harness import hw
+from offnic_sim.harness.runner import FAST_GPI_CLOCKS, FAST_PUBLIC, bench_config, run_cocotb
+from offnic_sim.fast.fast_tb import FastNicTB
+from offnic_sim.host.driver import DEFAULT_MAC
+from offnic_sim.host.nic_tb import NicTB
+
+NIC = hw.Design.of("nic.Nic", addr_bits=24, board_id=0)
+FRAME = DEFAULT_MAC + bytes.fromhex("02000000aa01") + b"\x88\xb5" + bytes(range(256)) * 5 + bytes(220)  # 1514 B
+
+
+def _backlog(tb, port: int) -> int:
+    """Frames queued into the NIC on `port` and not yet on the wire."""
+    p = tb.ports[port]
+    return p.tx_pending() if hasattr(p, "tx_pending") else p.source.count()
+
+
+async def _window(tb, us: float) -> tuple[int, float]:
+    c0, t0 = tb.cycle, time.perf_counter()
+    await Timer(us, "us")
+    return tb.cycle - c0, time.perf_counter() - t0
+
+
+async def _traffic(tb, us: float) -> dict:
+    drv = tb.drv
+    for p in range(2):
+        await drv.open_tx_queue(p, size=256, port=p)
+        await drv.open_rx_queue(p, size=256, buf_size=2048)
+        await drv.set_default_queue(port=p, q=p)
+    await drv.set_rss(enable=False)
+    counts = {"tx_out": 0, "rx_in": 0}
+    stop = False
+
+    async def tx(p):
+        while not stop:
+            await drv.send_batch(p, [FRAME] * 16, max_in_flight=96)
+
+    async def drain_port(p):
+        while True:
+            await tb.ports[p].recv()
+            counts["tx_out"] += 1
+
+    async def feed(p):
+        while not stop:
+            while _backlog(tb, p) < 4:
+                await tb.ports[p].send(FRAME)
+            await Timer(500, "ns")
+
+    async def take(p):
+        while True:
+            await drv.recv(p, timeout_us=None)
+            counts["rx_in"] += 1
+
+    tasks = [cocotb.start_soon(f(p)) for p in range(2) for f in (tx, drain_port, feed, take)]
+    await Timer(10, "us")  # warm up: rings and queues filled
+    n0 = dict(counts)
+    cycles, wall = await _window(tb, us)
+    stop = True
+    for t in tasks:
+        t.cancel()
+    return {"cycles": cycles, "wall_s": wall, "frames_out": counts["tx_out"] - n0["tx_out"],
+            "frames_in": counts["rx_in"] - n0["rx_in"]}
+
+
+@cocotb.test(timeout_time=100, timeout_unit="ms")
+async def speed(dut):
+    cfg = bench_config()
+    tb = (NicTB if cfg["harness"] == "nic" else FastNicTB)(dut)
+    await tb.init()
+    out = {}
+    cycles, wall = await _window(tb, cfg["idle_us"])
+    out["idle"] = {"cycles": cycles, "wall_s": wall}
+    out["traffic"] = await _traffic(tb, cfg["traffic_us"])
+    Path(cfg["out"]).write_text(json.dumps(out))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--harness", default="fast,nic", help="fast, gpi-clocks, public (the fast harness and its variants: harness/runner.py), nic")
+    ap.add_argument("--idle-us", type=float, default=50.0)
+    ap.add_argument("--traffic-us", type=float, default=20.0)
+    a = ap.parse_args()
+    sys.modules.setdefault("offnic_sim.fast.speed", sys.modules["__main__"])
+    for h in a.harness.split(","):
+        with tempfile.TemporaryDirectory() as d:
+            out = Path(d) / "speed.json"
+            fast = {"fast": True, "gpi-clocks": FAST_GPI_CLOCKS, "public": FAST_PUBLIC, "nic": False}[h]
+            run_cocotb(NIC, "offnic_sim.fast.speed",
+                       bench={"harness": h, "idle_us": a.idle_us, "traffic_us": a.traffic_us, "out": str(out)},
+                       fast=fast)
+            r = json.loads(out.read_text())
+        for w, v in r.items():
+            extra = f", {v['frames_out']} frames out, {v['frames_in']} in" if "frames_out" in v else ""
+            print(f"{h:10s} {w:8s} {v['cycles'] / v['wall_s']:9.0f} core cycles/s "
+                  f"({v['cycles']} cycles in {v['wall_s']:.1f} s{extra})", flush=True)
+
+
+if __name__ == "__main__":
+    main()
