@@ -118,8 +118,8 @@ class Model:
             key = hw.digest(design.key(), args, FAST_MAKE_OPT + make, sources, waves, _verilator_version())[:16]
             self.dir = SIM_BUILD / f"{design.name}Fast-{key}"
         else:
-            key = hw.digest(design.key(), VERILATOR_ARGS, PORTS_ONLY_ARGS if not internals else "internals",
-                            waves, _verilator_version())[:16]
+            ports_only = [] if internals else [PORTS_ONLY_ARGS]  # (internals: the key models had before)
+            key = hw.digest(design.key(), VERILATOR_ARGS, *ports_only, waves, _verilator_version())[:16]
             self.dir = SIM_BUILD / f"{design.name}-{key}"
         self.top_module = ""
 
