@@ -1,0 +1,114 @@
+"""`./offnic bench sim`: how fast the whole NIC simulates (issue 21), into
+results/bench-sim.json and .png.
+
+Per harness, core clock cycles (250 MHz) per second, idle (driver up, nothing to do) and
+under full traffic (both 25G ports at line rate both ways: 1514 B frames from the driver's
+TX rings and into the ports, every frame taken at the far end and by the driver; PCIe
+Gen3 x8, 1 us host reads; sim/offnic_sim/fast/speed.py):
+- `bare`: the NIC's Verilator model alone in a C++ loop, ports and PCIe idle
+  (sim/fastsim/bare_loop.cpp; single-threaded and with `--threads 2`): the limit;
+- `fast`: the fast harness (sim/fastsim: the partners in C++ behind DPI-C, Python woken
+  per event; FastNicTB);
+- `nic`: NicTB (cocotbext-pcie's device model and root complex, cocotbext-eth's XGMII
+  source and sink, the DRAM model, all in Python per clock edge), with only the NIC's
+  ports visible to cocotb, as the suite builds it since issue 21;
+- `nic-public`: NicTB with every signal public, as every model was built before.
+Each figure is given per wall second and per CPU second of the simulator process (on a
+loaded machine the CPU figure is the one that does not depend on the other jobs). Then
+where the bare model's time goes: gprof self time by RTL module (`--prof-cfuncs`).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+from offnic_sim.bench import sim_speed
+from offnic_sim.harness import hw
+
+ROOT = hw.ROOT
+NIC = hw.Design.of("nic.Nic", addr_bits=24, board_id=0)
+HARNESSES = ("fast", "nic", "nic-public")
+GOAL_CYCLES_PER_S = 100_000  # issue 21's goal, whole NIC under full traffic
+
+
+def rate(v: dict, key: str = "wall_s") -> float | None:
+    return round(v["cycles"] / v[key]) if v.get(key) else None
+
+
+def plot(recs: list[dict], png: Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    rows = [r for r in recs if r.get("kind") == "speed"]
+    fig, ax = plt.subplots(figsize=(9, 4.2))
+    labels = [f"{r['harness']}\n{r['workload']}" for r in rows]
+    ax.bar(range(len(rows)), [r["cycles_per_cpu_s"] or 0 for r in rows], label="per CPU second", color="C0")
+    ax.bar(range(len(rows)), [r["cycles_per_s"] or 0 for r in rows], label="per wall second", color="C1", alpha=0.6,
+           width=0.5)
+    ax.axhline(GOAL_CYCLES_PER_S, color="grey", ls=":", label="goal under traffic (issue 21)")
+    ax.set_yscale("log")
+    ax.set_xticks(range(len(rows)), labels, fontsize=7)
+    ax.set_ylabel("NIC core cycles (250 MHz) per second")
+    ax.set_title("Whole-NIC simulation speed (./offnic bench sim)", fontsize=9)
+    ax.legend(fontsize=7)
+    ax.grid(True, axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(png, dpi=110)
+
+
+def main(args: list[str], rel=str) -> int:
+    ap = argparse.ArgumentParser(prog="offnic bench sim", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--bare-cycles", type=int, default=200_000)
+    ap.add_argument("--idle-us", type=float, default=200.0, help="simulated us idle per harness (default 200)")
+    ap.add_argument("--traffic-us", type=float, default=100.0,
+                    help="simulated us under traffic per harness (default 100; NicTB takes minutes)")
+    ap.add_argument("--harness", default=",".join(HARNESSES), help=f"comma separated, of {', '.join(HARNESSES)}")
+    ap.add_argument("--no-profile", action="store_true", help="skip the gprof build and run")
+    ap.add_argument("--out", default=None, help="JSON (default results/bench-sim.json)")
+    a = ap.parse_args(args)
+    t0 = time.monotonic()
+    out = Path(a.out) if a.out else ROOT / "results" / "bench-sim.json"
+    out = out if out.is_absolute() else Path.cwd() / out
+    from offnic_sim.fast import speed
+
+    recs: list[dict] = [{"command": " ".join(["./offnic", "bench", "sim", *args]),
+                         "hw_sources_sha256": hw.hw_sources_digest(), "cpus": os.cpu_count(),
+                         "load_avg_at_start": os.getloadavg()[0],
+                         "workloads": {"idle": "driver up, ports idle", "traffic": speed.__doc__.split("\n\n")[0]},
+                         "goal_cycles_per_s": GOAL_CYCLES_PER_S}]
+    for threads in (1, 2):
+        print(f"[offnic] bench sim: the bare model, {threads} thread(s) (built once)", flush=True)
+        r = sim_speed.bare_speed(NIC, a.bare_cycles, threads)
+        recs.append({"kind": "speed", "harness": "bare" if threads == 1 else "bare, --threads 2", "workload": "idle",
+                     "cycles": r["cycles"], "wall_s": r["wall_s"], "cpu_s": r["cpu_s"],
+                     "cycles_per_s": round(r["cycles_per_s"]), "cycles_per_cpu_s": round(r["cycles_per_cpu_s"]),
+                     "build": {"verilator": r["verilator_args"], "cxx": r["cxx"]}})
+    for h in a.harness.split(","):
+        print(f"[offnic] bench sim: {h}, {a.idle_us:g} us idle and {a.traffic_us:g} us of traffic", flush=True)
+        r = speed.measure(h, a.idle_us, a.traffic_us)
+        for w, v in r.items():
+            recs.append({"kind": "speed", "harness": h, "workload": w, **v,
+                         "cycles_per_s": rate(v), "cycles_per_cpu_s": rate(v, "cpu_s")})
+    if not a.no_profile:
+        print("[offnic] bench sim: profile of the bare model (gprof, --prof-cfuncs; built once)", flush=True)
+        recs.append({"kind": "profile", "of": "bare model, idle", **sim_speed.bare_profile(NIC, a.bare_cycles // 4)})
+    recs[0]["wall_s"] = round(time.monotonic() - t0, 1)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(recs, indent=1) + "\n")
+    png = out.with_suffix(".png")
+    plot(recs, png)
+    print("\n| harness | workload | core cycles/s (wall) | per CPU second | frames out/in |")
+    print("|---|---|---|---|---|")
+    for r in recs:
+        if r.get("kind") == "speed":
+            fr = f"{r['frames_out']}/{r['frames_in']}" if "frames_out" in r else "-"
+            print(f"| {r['harness']} | {r['workload']} | {r['cycles_per_s']:,} | {r['cycles_per_cpu_s']:,} | {fr} |")
+    prof = [r for r in recs if r.get("kind") == "profile"]
+    if prof:
+        top = list(prof[0]["by_module_pct"].items())[:12]
+        print("\nbare model, self time by RTL module: " + ", ".join(f"{m} {p}%" for m, p in top))
+    print(f"[offnic] wrote {rel(out)} and {rel(png)} in {time.monotonic() - t0:.0f} s")
+    return 0
