@@ -82,9 +82,11 @@ void fastsim_port_tick(int k, uint64_t txd, uint8_t txc, uint64_t* rxd, uint8_t*
 #ifndef FASTSIM_NO_PORTS
   if (!g || k < 0 || k > 1) return;
   fastsim::XgmiiPort& p = g->ports[k];
-  size_t before = p.rx_pending();
+  size_t before = p.rx_pending(), sent = p.tx_done_pending();
   p.tick(txd, txc, rxd, rxc);
   if (p.rx_pending() > before) g->host->notify(fastsim::HostEvent{fastsim::HostEvent::kPort, static_cast<uint32_t>(k), 0, {}});
+  if (p.tx_done_pending() > sent)
+    g->host->notify(fastsim::HostEvent{fastsim::HostEvent::kPortSent, static_cast<uint32_t>(k), 0, {}});
 #else
   (void)k;
   (void)txd;
@@ -157,6 +159,38 @@ void fastsim_host_stats(uint64_t* out) {
   std::memcpy(out, v, sizeof v);
 }
 
+// ------------------------------------------------------------------ the workloads' PCIe tap
+
+// Label 0 is "shared"; labels 1.. are the workload's names (fastlib keeps them).
+void fastsim_tap_range(uint64_t lo, uint64_t size, uint32_t label) { g->host->tap().add_range(lo, size, label); }
+void fastsim_tap_bucket(int bucket) { g->host->tap().bucket = bucket; }  // -1: not counted
+void fastsim_tap_clear() { g->host->tap().buckets.clear(); }             // every bucket's counts
+void fastsim_tap_watch(uint32_t label, int on) { g->host->tap().watch.at(label) = on != 0; }
+int fastsim_tap_max_labels() { return fastsim::PcieTap::kMaxLabels; }
+// A bucket's counts: n[label][way * 4 + kind][TLPs, bytes] (kMaxLabels * 16 values) and
+// itf[rq, cc, cq, rc][beats, TLPs] (8 values); returns 0 if the bucket has counted nothing.
+int fastsim_tap_counts(int bucket, uint64_t* n, uint64_t* itf) {
+  fastsim::PcieTap& t = g->host->tap();
+  if (bucket < 0 || static_cast<size_t>(bucket) >= t.buckets.size() || t.buckets[bucket].n.empty()) return 0;
+  const fastsim::PcieTap::Bucket& b = t.buckets[bucket];
+  std::memcpy(n, b.n.data(), b.n.size() * sizeof(uint64_t));
+  std::memcpy(itf, b.itf, sizeof b.itf);
+  return 1;
+}
+// The NIC's writes into watched labels since the last call: up to `cap` of them (label,
+// core cycle of the edge it left the interface at, 16-byte records); returns how many.
+uint64_t fastsim_tap_watched(uint32_t* label, uint64_t* cycle, uint32_t* records, uint64_t cap) {
+  std::vector<fastsim::PcieTap::Watched>& w = g->host->tap().watched;
+  uint64_t n = w.size() < cap ? w.size() : cap;
+  for (uint64_t i = 0; i < n; ++i) {
+    label[i] = w[i].label;
+    cycle[i] = w[i].cycle;
+    records[i] = w[i].records;
+  }
+  w.erase(w.begin(), w.begin() + static_cast<std::ptrdiff_t>(n));
+  return n;
+}
+
 // ------------------------------------------------------------------ ports
 
 #ifndef FASTSIM_NO_PORTS
@@ -176,6 +210,15 @@ int64_t fastsim_port_recv(int k, uint8_t* d, uint64_t cap, int* fcs_ok, uint64_t
   return static_cast<int64_t>(f.data.size());
 }
 uint64_t fastsim_port_tx_pending(int k) { return g->ports[k].tx_pending(); }
+// The oldest frame port k finished sending into the NIC (XgmiiSource's tx_complete): 1 and
+// the cycle and lane of its TERMINATE, or 0 if none is left to report.
+int fastsim_port_sent(int k, uint64_t* cycle, int* lane) {
+  fastsim::TxDone d;
+  if (!g->ports[k].tx_done_pop(&d)) return 0;
+  *cycle = d.cycle;
+  *lane = d.lane;
+  return 1;
+}
 uint64_t fastsim_port_rx_pending(int k) { return g->ports[k].rx_pending(); }
 uint64_t fastsim_port_cycle(int k) { return g->ports[k].cycle(); }
 #endif

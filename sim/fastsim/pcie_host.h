@@ -28,8 +28,8 @@ namespace fastsim {
 
 // News for Python, drained through fastsim_api.
 struct HostEvent {
-  enum Kind : uint32_t { kMmioRead = 1, kMsi = 2, kPort = 3 } kind;
-  uint32_t id;                 // kMmioRead: the request's id; kMsi: the message data; kPort: the port
+  enum Kind : uint32_t { kMmioRead = 1, kMsi = 2, kPort = 3, kPortSent = 4 } kind;
+  uint32_t id;                 // kMmioRead: the request's id; kMsi: the message data; kPort, kPortSent: the port
   uint32_t status;             // kMmioRead: completion status (0 success)
   std::vector<uint8_t> data;   // kMmioRead: the bytes read
 };
@@ -38,6 +38,35 @@ struct PcieHostStats {
   uint64_t reads = 0, in_flight = 0, max_in_flight = 0;  // host memory reads (HostMemory's names)
   uint64_t rq_tlps = 0, rc_tlps = 0, cq_tlps = 0, cc_tlps = 0, rq_beats = 0, rc_beats = 0;
   uint64_t msi = 0, bad_requests = 0;
+};
+
+// The workloads' PCIe tap (bench/pcie_tap.PcieTap's arithmetic): every TLP put on the
+// link, both ways, in wire bytes (header + payload + 8), attributed to a label by its
+// address (ranges the workload names) or, a completion, by the tag of the request it
+// answers; counted into the bucket the workload has switched to (none: not counted); with
+// the 256-bit user-interface beats each TLP takes (no straddling), and the cycles of the
+// NIC's writes into watched labels. No DLLPs: this link model has none.
+struct PcieTap {
+  enum Kind { kMrd, kMwr, kCpl, kOther, kKinds };   // per way: index way * kKinds + kind
+  enum Itf { kRq, kCc, kCq, kRc, kItfs };
+  static constexpr int kMaxLabels = 256;            // label 0: "shared"
+  struct Range { uint64_t lo, hi; uint32_t label; };
+  struct Bucket {
+    std::vector<uint64_t> n;   // [label][way * kKinds + kind][0: TLPs, 1: wire bytes]
+    uint64_t itf[kItfs][2] = {};  // [itf][0: beats, 1: TLPs]
+  };
+  struct Watched { uint32_t label; uint64_t cycle; uint32_t records; };
+  std::vector<Range> ranges;                        // sorted by lo
+  uint32_t tags[2][256] = {};                       // [way of the request][tag] -> label
+  int bucket = -1;
+  std::vector<Bucket> buckets;
+  std::vector<uint8_t> watch = std::vector<uint8_t>(kMaxLabels, 0);
+  std::vector<Watched> watched;
+
+  void add_range(uint64_t lo, uint64_t size, uint32_t label);
+  uint32_t classify(uint64_t addr) const;
+  // way 0: up (NIC -> host), 1: down. addr: a request's; tag: a request's or a completion's.
+  void count(int way, int kind, uint64_t addr, uint32_t tag, size_t header, size_t payload, uint64_t cycle);
 };
 
 class PcieHost {
@@ -73,6 +102,7 @@ class PcieHost {
   uint32_t events_seen() const { return events_count_; }
   void notify(HostEvent ev);  // queue news for Python (also used for the ports)
   const PcieHostStats& stats() const { return stats_; }
+  PcieTap& tap() { return tap_; }
   uint64_t cycle() const { return cycle_; }
 
  private:
@@ -124,6 +154,7 @@ class PcieHost {
   std::deque<HostEvent> events_;
   uint32_t events_count_ = 0;
   PcieHostStats stats_;
+  PcieTap tap_;
 };
 
 }  // namespace fastsim

@@ -61,6 +61,7 @@ void XgmiiPort::reset() {
   cur_c_.clear();
   cur_off_ = 0;
   cur_active_ = false;
+  tx_done_.clear();
   ifg_cnt_ = 0;
   deficit_ = 0;
   rx_in_frame_ = false;
@@ -147,6 +148,7 @@ void XgmiiPort::tx_word(uint64_t* d, uint8_t* c) {
       if (++cur_off_ >= cur_d_.size()) {
         ifg_cnt_ = std::max(kIfg - (kLanes - k), 0);
         cur_active_ = false;
+        tx_done_.push_back(TxDone{cycle_, static_cast<uint8_t>(k)});
       }
     } else {
       dv |= uint64_t(kIdle) << (8 * k);
@@ -230,6 +232,13 @@ void XgmiiPort::tick(uint64_t txd, uint8_t txc, uint64_t* rxd, uint8_t* rxc) {
   rx_word(txd, txc);
   tx_word(rxd, rxc);
   cycle_++;
+}
+
+bool XgmiiPort::tx_done_pop(TxDone* out) {
+  if (tx_done_.empty()) return false;
+  *out = tx_done_.front();
+  tx_done_.pop_front();
+  return true;
 }
 
 bool XgmiiPort::recv(EthFrame* out) {

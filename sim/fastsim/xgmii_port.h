@@ -28,6 +28,13 @@ struct EthFrame {
   uint8_t start_lane = 0, end_lane = 0;  // lanes of the START and of the ending character
 };
 
+// A frame sent into the NIC, whole: the tick and lane of its TERMINATE (XgmiiSource's
+// sim_time_end = that edge + lane * period / 8).
+struct TxDone {
+  uint64_t cycle;
+  uint8_t lane;
+};
+
 struct XgmiiCounters {
   uint64_t tx_frames = 0, tx_bytes = 0;      // into the NIC; bytes with FCS, no preamble
   uint64_t tx_bad_fcs = 0;                   // sent with a corrupted FCS on request
@@ -47,6 +54,8 @@ class XgmiiPort {
   void tick(uint64_t txd, uint8_t txc, uint64_t* rxd, uint8_t* rxc);
   bool recv(EthFrame* out);  // oldest frame the NIC sent
   size_t tx_pending() const;  // frames queued or on the wire
+  size_t tx_done_pending() const { return tx_done_.size(); }
+  bool tx_done_pop(TxDone* out);  // oldest frame sent whole, not yet reported
   size_t rx_pending() const;
   uint64_t cycle() const;    // ticks since construction or reset()
   const XgmiiCounters& counters() const { return cnt_; }
@@ -63,6 +72,7 @@ class XgmiiPort {
   std::vector<uint8_t> cur_d_, cur_c_;   // the frame on the wire as lanes (with START/TERM)
   size_t cur_off_ = 0, cur_start_ = 0;  // next lane; the START's lane in cur_d_
   bool cur_active_ = false;
+  std::deque<TxDone> tx_done_;
   int ifg_cnt_ = 0, deficit_ = 0;
   // receive (XgmiiSink's state)
   bool rx_in_frame_ = false;

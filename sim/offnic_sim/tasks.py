@@ -182,12 +182,16 @@ def cmd_synth(args: list[str]) -> int:
 NIC = hw.Design.of("nic.Nic", addr_bits=24, board_id=0)  # the design the NIC benches use
 
 
+HARNESSES = ("fast", "nic")  # the whole-NIC harnesses: FastNicTB (C++ partners, sim/fastsim) or NicTB (cocotbext)
+
+
 def simulate(cases: list[dict], run_dir: Path, seed: int | None = None, show=None, design: hw.Design = NIC,
-             test_module: str = "offnic_sim.nic_workload", extra: dict | None = None) -> dict:
+             test_module: str = "offnic_sim.nic_workload", extra: dict | None = None, harness: str = "nic") -> dict:
     """Run the workload cases (workload.py) in one simulation of the whole NIC and return
     its raw results. The simulator's output goes to run_dir/sim.log; while it runs,
     `show(progress_record)` is called with each line the cocotb side appends to
-    run_dir/progress.jsonl (simulated time, case, frames)."""
+    run_dir/progress.jsonl (simulated time, case, frames). `harness`: "nic" (NicTB) or
+    "fast" (FastNicTB, on the fast model; the workload of bench/workload.py runs on both)."""
     import random
     import threading
     import time
@@ -197,9 +201,11 @@ def simulate(cases: list[dict], run_dir: Path, seed: int | None = None, show=Non
 
     run_dir.mkdir(parents=True, exist_ok=True)
     hw_digest = hw.hw_sources_digest()[:16]  # the hardware this run measures (its model is built from it)
-    built = runner.Model(design, runner.waves_enabled()).dir / "built"
+    assert harness in HARNESSES, f"harness: one of {HARNESSES}"
+    fast = harness == "fast"
+    built = runner.Model(design, runner.waves_enabled(), fast).dir / "built"
     if built.exists():
-        m = runner.model(design)
+        m = runner.model(design, fast)
     else:
         # The build's compiler lines go to a log, not the terminal.
         blog = run_dir / "build.log"
@@ -214,7 +220,7 @@ def simulate(cases: list[dict], run_dir: Path, seed: int | None = None, show=Non
                 os.dup2(f.fileno(), 1)
                 os.dup2(f.fileno(), 2)
                 try:
-                    m = runner.model(design)
+                    m = runner.model(design, fast)
                 finally:
                     sys.stdout.flush()
                     sys.stderr.flush()
@@ -232,7 +238,7 @@ def simulate(cases: list[dict], run_dir: Path, seed: int | None = None, show=Non
     for f in (out, prog, results):
         f.unlink(missing_ok=True)
     prog.touch()
-    bench = {"cases": cases, **(extra or {}), "out": str(out), "progress": str(prog), "seed": seed}
+    bench = {"cases": cases, **(extra or {}), "harness": harness, "out": str(out), "progress": str(prog), "seed": seed}
     status = {}
 
     def run() -> None:
@@ -344,6 +350,8 @@ def cmd_demo(args: list[str]) -> int:
     ap.add_argument("--seed", type=int, default=None, help="random seed (default: a new one; OFFNIC_SEED also works)")
     ap.add_argument("--no-web", action="store_true", help="skip the payload-cache case (a synthetic web trace window)")
     ap.add_argument("--no-frag", action="store_true", help="skip the fragmentation case (64 KB datagrams at MTU 1500)")
+    ap.add_argument("--harness", choices=HARNESSES, default="fast",
+                    help="fast: the NIC's partners in C++ (default); nic: cocotbext-pcie/-eth (NicTB), the reference")
     a = ap.parse_args(args)
     t0 = time.monotonic()
     out_dir = hw.BUILD / "demo"
@@ -355,7 +363,7 @@ def cmd_demo(args: list[str]) -> int:
              f"({len(trace['file_id'])} requests, {sum(trace['file_size']) / 1000:.0f} KB) without and with the "
              f"payload cache")
           + ("" if a.no_frag else "; then 64 KB UDP datagrams cut by the NIC at MTU 1500"), flush=True)
-    run = simulate(cases, out_dir, a.seed, Progress(cases, "demo"))
+    run = simulate(cases, out_dir, a.seed, Progress(cases, "demo"), harness=a.harness)
     png = out_dir / "demo.png"
     text, _ = report.demo_report(run, png=str(png.relative_to(ROOT)))
     report.demo_plot(run, png)
@@ -393,6 +401,8 @@ def cmd_bench(args: list[str]) -> int:
     ap.add_argument("--out", default=None,
                     help="JSON file (default results/bench-base.json; build/bench/bench-base.json with --sizes)")
     ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--harness", choices=HARNESSES, default="fast",
+                    help="fast: the NIC's partners in C++ (default); nic: cocotbext-pcie/-eth (NicTB), the reference")
     a = ap.parse_args(args)
     t0 = time.monotonic()
     sizes = [int(x) for x in a.sizes.split(",")] if a.sizes else workload_cases.BENCH_SIZES
@@ -402,9 +412,10 @@ def cmd_bench(args: list[str]) -> int:
     cases = workload_cases.bench_cases(sizes, a.window_us)
     print(f"[offnic] bench base: {len(cases)} cases (sizes {', '.join(map(str, sizes))} B x ports 1, 2 x tx, rx, "
           f"bidir), {a.window_us:g} us windows, one simulation", flush=True)
-    run = simulate(cases, hw.BUILD / "bench", a.seed, Progress(cases, "bench"))
+    run = simulate(cases, hw.BUILD / "bench", a.seed, Progress(cases, "bench"), harness=a.harness)
     recs = report.bench_records([run])
     recs[1]["wall_s"] = round(time.monotonic() - t0, 1)
+    recs[1]["harness"] = a.harness
     recs[1]["hw_sources_sha256"] = run["hw_sources_sha256"]  # which hardware was measured
     recs[1]["command"] = " ".join(["./offnic", "bench", *args])
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -17,7 +17,7 @@ class PcieTap:
     complex port it is connected to): each call is one packet put on the wire.
     Attribution: a request by its address (`classify`), a completion by the tag of the
     request it answers, DLLPs "shared". Buckets are switched by `bucket` (None: not
-    counted)."""
+    counted). fast/fast_tap.FastPcieTap offers the same interface on the fast harness."""
 
     def __init__(self, dev):
         self.ranges: list[tuple[int, int, str]] = []
@@ -41,6 +41,15 @@ class PcieTap:
         if i >= 0 and addr < self.ranges[i][1]:
             return self.ranges[i][2]
         return "shared"
+
+    def reset(self) -> None:
+        """Every bucket's counts to nothing."""
+        self.counts = {}
+
+    def bucket_counts(self, bucket: str) -> dict:
+        """A copy of `bucket`'s counts: label -> {"up_mrd": [TLPs, bytes], ...}, and "_if" ->
+        {"rq": [beats, TLPs], ...}."""
+        return {k: {kk: list(vv) for kk, vv in v.items()} for k, v in self.counts.get(bucket, {}).items()}
 
     def totals(self, bucket: str) -> dict:
         """TLP+DLLP wire bytes so far in `bucket`, by direction: up = NIC -> host, down =

@@ -19,10 +19,6 @@ DRAIN_LIMIT_NS = 400_000   # a case that has not drained 400 us after its stop i
 RX_QUIET_US = 4            # RX is drained when no completion came for this long (moderation)
 
 
-def _snapshot(counts: dict) -> dict:
-    return {k: {kk: list(vv) for kk, vv in v.items()} for k, v in counts.get("case", {}).items()}
-
-
 class TrafficCase:
     def __init__(self, w: Workload, ix: int, case: dict):
         self.w, self.ix, self.case = w, ix, case
@@ -63,7 +59,7 @@ class TrafficCase:
         self.w0 = self.t_begin + case["settle_us"] * 1000
         self.w1 = self.w0 + case["window_us"] * 1000
         self.t_stop = self.w1 + case["tail_us"] * 1000
-        tap.counts = {}
+        tap.reset()
         tap.watched = {f"rx{p}:cq": [] for p in self.ports}
         tap.bucket = "case"
 
@@ -113,9 +109,9 @@ class TrafficCase:
         """The PCIe tap's counts at the window's start and end."""
         tap = self.w.tap
         await Timer(round(self.w0 - now_ns()), "ns")
-        tap.counts["at_w0"] = _snapshot(tap.counts)
+        self.at_w0 = tap.bucket_counts("case")
         await Timer(round(self.w1 - now_ns()), "ns")
-        tap.counts["at_w1"] = _snapshot(tap.counts)
+        self.at_w1 = tap.bucket_counts("case")
 
     async def offer(self) -> list:
         """Starts the feeders and runs to the stop; returns their tasks."""
@@ -154,11 +150,11 @@ class TrafficCase:
 
     def window_pcie(self) -> dict:
         """The PCIe tap's counts between the window's start and end."""
-        pc = self.w.tap.counts
+        at_w0, at_w1 = getattr(self, "at_w0", {}), getattr(self, "at_w1", {})
         out = {}
-        for lab, kinds in pc.get("at_w1", {}).items():
+        for lab, kinds in at_w1.items():
             for k, (n, b) in kinds.items():
-                n0, b0 = pc.get("at_w0", {}).get(lab, {}).get(k, (0, 0))
+                n0, b0 = at_w0.get(lab, {}).get(k, (0, 0))
                 out.setdefault(lab, {})[k] = [n - n0, b - b0]
         return out
 
@@ -186,7 +182,7 @@ class TrafficCase:
             "counters": w.delta(self.c0, c1),
             "driver": {k: s1.get(k, 0) - s0.get(k, 0) for k in set(s0) | set(s1)},
             "irqs": sum(irq1.values()) - sum(self.irq0.values()),
-            "pcie_case": w.tap.counts.get("case", {}),
+            "pcie_case": w.tap.bucket_counts("case"),
             "pcie_window": self.window_pcie(),
             "host_reads_in_flight": {"mean": sum(samples) / len(samples) if samples else 0.0,
                                      "max": max(samples) if samples else 0, "samples": len(samples)},

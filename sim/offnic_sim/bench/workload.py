@@ -2,9 +2,10 @@
 `./offnic bench base` simulate (tasks.py runs them, bench/report.py turns the raw results into
 reports, tables and plots).
 
-One simulation runs a list of *cases* on one NicTB (NIC + cocotbext-pcie host with 1 us
+One simulation runs a list of *cases* on one whole-NIC bench (NIC + PCIe host with 1 us
 read latency + two 25G XGMII ports + the driver model in interrupt mode), one after the
-other. A case is: frame sizes (one size, or a weighted mix), ports (port 0, or both), a
+other: FastNicTB (the bench settings' `harness` "fast": the partners in C++, sim/fastsim)
+or NicTB ("nic", the default here: cocotbext-pcie and cocotbext-eth). A case is: frame sizes (one size, or a weighted mix), ports (port 0, or both), a
 direction (tx, rx or bidir), and a timeline
 
     begin ── settle ──> window start ── window ──> window end ── tail ──> stop, drain
@@ -20,7 +21,8 @@ direction (tx, rx or bidir), and a timeline
   each frame on the TX wire is matched to its doorbell time (host-to-wire latency) and
   each RX completion to the time its last byte entered the port (wire-to-completion).
 - PCIe: every TLP and DLLP on the link, both ways, is counted at the link model
-  (`PcieTap`), in bytes on the wire (header + payload + 8 B framing: STP token with the
+  (`PcieTap`; on the fast harness the C++ host's counts, fast/fast_tap.FastPcieTap, the
+  same arithmetic without DLLPs), in bytes on the wire (header + payload + 8 B framing: STP token with the
   sequence number, LCRC; DLLPs 8 B), and attributed by address to `tx0:ring`,
   `tx0:buf`, `tx0:cq`, `tx0:reg` (descriptor ring, buffers, completion ring, queue
   registers of TX queue 0) ... `rx1:reg` (completions by the tag of their request);
@@ -75,9 +77,15 @@ class Workload:
         self.runners = runners  # case direction -> its runner
         self.dut = dut
         self.cfg = cfg
-        self.tb = NicTB(dut, host_latency_ns=cfg.get("host_latency_ns", 1000.0))
+        self.harness = cfg.get("harness", "nic")
+        if self.harness == "fast":
+            from offnic_sim.fast.fast_tb import FastNicTB  # builds libfastsim: only when asked for
+            self.tb = FastNicTB(dut, host_latency_ns=cfg.get("host_latency_ns", 1000.0))
+            self.tap = self.tb.make_pcie_tap()
+        else:
+            self.tb = NicTB(dut, host_latency_ns=cfg.get("host_latency_ns", 1000.0))
+            self.tap = PcieTap(self.tb.dev)
         self.drv = self.tb.drv
-        self.tap = PcieTap(self.tb.dev)
         self.blob = random.Random(cfg.get("seed", 0)).randbytes(BUF_SIZE)
         self.progress_path = cfg.get("progress")
         self.wall0 = time.monotonic()
@@ -206,6 +214,7 @@ class Workload:
             "desc_cache": self.desc_cache,
             "line_gbps": LINE_GBPS,
             "seed": self.cfg.get("seed", 0),
+            "harness": self.harness,
             "sim_ns": now_ns(),
             "wall_s": time.monotonic() - self.wall0,
             "driver_errors": list(self.drv.errors),

@@ -29,7 +29,7 @@ async def run_web(w: Workload, ix: int, case: dict) -> dict:
         warmed = srv.warm(case["warm_file_id"], case["warm_file_size"], case["warm_revision"]) if cached else 0
         w.wire[0] = []
         c0 = await w.counters()
-        w.tap.counts = {}
+        w.tap.reset()
         w.tap.bucket = "web"
         toks, batch = [], []
         # a server with a backlog of requests: inserts may run ahead into earlier responses'

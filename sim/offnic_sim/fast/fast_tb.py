@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import random
+from collections import deque
 
 import cocotb
 from cocotb.clock import Clock
@@ -27,7 +28,7 @@ from cocotb.triggers import ClockCycles, Event, Timer
 from cocotbext.eth import XgmiiFrame
 from cocotbext.pcie.core.caps import PciCapId
 
-from offnic_sim.fast.fastlib import EV_MMIO_READ, EV_MSI, EV_PORT, FastLib
+from offnic_sim.fast.fastlib import EV_MMIO_READ, EV_MSI, EV_PORT, EV_PORT_SENT, FastLib
 from offnic_sim.host.driver import OffnicDriver
 from offnic_sim.host.hostmem import DEFAULT_READ_LATENCY_NS, PAGE, HostBuffer
 from offnic_sim.host.nic_tb import CORE_PERIOD_NS, DRAM_BYTES, DRAM_MODELS, MAC_PERIOD_NS, nic_counters
@@ -205,19 +206,33 @@ class FastRootComplex:
 
 class _SourceView:
     """The subset of cocotbext-eth's XgmiiSource the workloads use, over the C++ port:
-    send/send_nowait (an XgmiiFrame: preamble and FCS taken off, a bad FCS kept as bad),
-    count, idle, wait."""
+    send/send_nowait (an XgmiiFrame: preamble and FCS taken off, a bad FCS kept as bad;
+    when it has gone whole into the NIC, its sim_time_end set as XgmiiSource sets it and
+    its tx_complete called), count, idle, wait."""
 
     def __init__(self, port: "FastPort"):
         self._port = port
         self.log = logging.getLogger(f"offnic.fast.port{port.k}.source")
+        self._sending: deque = deque()   # every frame sent, in order, until the port reports it gone
 
     def send_nowait(self, frame) -> None:
         data = bytes(frame.data) if hasattr(frame, "data") else bytes(frame)
         if hasattr(frame, "check_fcs"):  # an XgmiiFrame: preamble + SFD + frame + FCS
-            self._port._send(data[8:-4], pad=False, bad_fcs=not frame.check_fcs())
+            self._port._send(data[8:-4], pad=False, bad_fcs=not frame.check_fcs(), frame=frame)
         else:
             self._port._send(data, pad=True, bad_fcs=False)
+
+    def _sent(self) -> None:
+        """The frames the C++ port has sent whole since the last call (the dispatcher's
+        EV_PORT_SENT): their end times and callbacks."""
+        port = self._port
+        while (d := port._tb.lib.port_sent(port.k)) is not None:
+            cycle, lane = d
+            frame = self._sending.popleft()
+            if frame is not None:
+                # XgmiiSource: the edge that drives the TERMINATE + lane x period / 8
+                frame.sim_time_end = port._cycle_time_ps(cycle) + port._period_ps // 8 * lane
+                frame.handle_tx_complete()
 
     async def send(self, frame) -> None:
         self.send_nowait(frame)
@@ -304,15 +319,18 @@ class FastPort:
         await ClockCycles(self.clk, 8)
         if self._tb.lib.have_ports:
             self._tb.lib.lib.fastsim_port_reset(self.k)
+            self.source._sending.clear()   # the C++ port dropped what it had queued
         self.rst.value = 0
         self._t_reset_ps = get_sim_time("ps")
 
     def _cycle_time_ps(self, cycle: int) -> int:
         return self._t_reset_ps + cycle * self._period_ps
 
-    def _send(self, frame: bytes, pad: bool, bad_fcs: bool) -> None:
+    def _send(self, data: bytes, pad: bool, bad_fcs: bool, frame=None) -> None:
+        """Into the C++ port; `frame`: the XgmiiFrame to tell when it has gone whole."""
         self._need_ports()
-        self._tb.lib.lib.fastsim_port_send(self.k, bytes(frame), len(frame), int(pad), int(bad_fcs))
+        self._tb.lib.lib.fastsim_port_send(self.k, bytes(data), len(data), int(pad), int(bad_fcs))
+        self.source._sending.append(frame)
 
     async def _recv_raw(self):
         self._need_ports()
@@ -424,6 +442,8 @@ class FastNicTB:
                             cb()
                 elif kind == EV_PORT:
                     self.ports[ident]._rx.set()
+                elif kind == EV_PORT_SENT:
+                    self.ports[ident].source._sent()
 
     async def _mmio_read(self, addr: int, length: int) -> bytes:
         self._read_id += 1
@@ -435,6 +455,11 @@ class FastNicTB:
         if status != 0:
             return b"\xff" * length  # what a root complex returns for a failed read
         return data
+
+    def make_pcie_tap(self):
+        """The workloads' PCIe tap (bench/pcie_tap.PcieTap's interface) over the C++ host's counts."""
+        from offnic_sim.fast.fast_tap import FastPcieTap
+        return FastPcieTap(self)
 
     async def init(self) -> None:
         await self._out_of_reset

@@ -22,7 +22,7 @@ LIB_SOURCES = ("fastsim_api.cpp", "pcie_host.cpp", "xgmii_port.cpp", "axi_dram.c
 CXXFLAGS = ["-std=c++17", "-O2", "-Wall", "-Wextra", "-fPIC", "-shared"]
 
 # Event kinds of fastsim_next_event (pcie_host.h HostEvent::Kind).
-EV_MMIO_READ, EV_MSI, EV_PORT = 1, 2, 3
+EV_MMIO_READ, EV_MSI, EV_PORT, EV_PORT_SENT = 1, 2, 3, 4
 
 
 def _sources() -> tuple[list[Path], list[str]]:
@@ -88,6 +88,13 @@ class FastLib:
         _sig(lib, "fastsim_mmio_read", None, c_u64, c_u64, c_u32)
         _sig(lib, "fastsim_next_event", c_int, u32p, u32p, ctypes.c_char_p, c_u64, u64p)
         _sig(lib, "fastsim_host_stats", None, u64p)
+        _sig(lib, "fastsim_tap_range", None, c_u64, c_u64, c_u32)
+        _sig(lib, "fastsim_tap_bucket", None, c_int)
+        _sig(lib, "fastsim_tap_clear", None)
+        _sig(lib, "fastsim_tap_watch", None, c_u32, c_int)
+        _sig(lib, "fastsim_tap_max_labels", c_int)
+        _sig(lib, "fastsim_tap_counts", c_int, c_int, u64p, u64p)
+        _sig(lib, "fastsim_tap_watched", c_u64, u32p, u64p, u32p, c_u64)
         self.have_ports = False
         self.have_dram = False
         if hasattr(lib, "fastsim_port_send"):
@@ -97,6 +104,7 @@ class FastLib:
             _sig(lib, "fastsim_port_recv", ctypes.c_int64, c_int, ctypes.c_char_p, c_u64,
                  ctypes.POINTER(c_int), u64p, u64p)
             _sig(lib, "fastsim_port_tx_pending", c_u64, c_int)
+            _sig(lib, "fastsim_port_sent", c_int, c_int, u64p, ctypes.POINTER(c_int))
             _sig(lib, "fastsim_port_rx_pending", c_u64, c_int)
             _sig(lib, "fastsim_port_cycle", c_u64, c_int)
         self._has_dram_api = hasattr(lib, "fastsim_dram_mem")
@@ -138,7 +146,36 @@ class FastLib:
         self.lib.fastsim_host_stats(a)
         return dict(zip(self.HOST_STATS, a))
 
+    # ---------------------------------------------------------------- the PCIe tap
+    def tap_counts(self, bucket: int):
+        """(n, itf) of a bucket: n[label][way * 4 + kind] = (TLPs, bytes), itf[rq, cc, cq, rc] =
+        (beats, TLPs); None if it counted nothing."""
+        labels = self.lib.fastsim_tap_max_labels()
+        n, itf = (c_u64 * (labels * 16))(), (c_u64 * 8)()
+        if not self.lib.fastsim_tap_counts(bucket, n, itf):
+            return None
+        return ([[(n[(lab * 8 + k) * 2], n[(lab * 8 + k) * 2 + 1]) for k in range(8)] for lab in range(labels)],
+                [(itf[2 * i], itf[2 * i + 1]) for i in range(4)])
+
+    def tap_watched(self) -> list[tuple[int, int, int]]:
+        """(label, core cycle, records) of the NIC's writes into watched labels since the last call."""
+        out = []
+        cap = 4096
+        lab, cyc, rec = (c_u32 * cap)(), (c_u64 * cap)(), (c_u32 * cap)()
+        while True:
+            n = self.lib.fastsim_tap_watched(lab, cyc, rec, cap)
+            out += [(lab[i], cyc[i], rec[i]) for i in range(n)]
+            if n < cap:
+                return out
+
     # ---------------------------------------------------------------- ports
+    def port_sent(self, k: int):
+        """(cycle, lane) of the TERMINATE of the oldest frame port k sent whole into the NIC, or None."""
+        cyc, lane = c_u64(), c_int()
+        if not self.lib.fastsim_port_sent(k, ctypes.byref(cyc), ctypes.byref(lane)):
+            return None
+        return cyc.value, lane.value
+
     def port_recv(self, k: int):
         """(frame bytes, fcs_ok, start cycle, end cycle) of the oldest frame port k received, or None."""
         ok, start, end = c_int(), c_u64(), c_u64()
