@@ -4,11 +4,13 @@ both directions, IMIX + jumbo), an unloaded-latency probe, the demo's payload-ca
 on a small web-trace window (4 NASA requests, ~83% of their bytes already cached), the
 fragmentation case (two 20 KB datagrams at MTU 1500, cut by the NIC, then reassembled by it) and a 1518-byte bench case on the whole NIC; then the report code (sim/offnic_sim/bench/report.py)
 must produce every field the demo report and the bench records promise, with sane
-values, and both plots.
+values, and both plots. On both whole-NIC harnesses: the fast one (the default of the
+commands) and NicTB (cocotbext, `--harness nic`).
 """
 import json
 
 import cocotb
+import pytest
 
 from offnic_sim.cache import cache_report
 from offnic_sim.bench import report
@@ -35,15 +37,18 @@ def check_stream(name: str, r: dict) -> None:
     assert lat["count"] > 0 and 0 < lat["p50"] <= lat["p90"] <= lat["p99"] <= lat["max"] < 100_000, (name, lat)
 
 
-def test_workload(tmp_path):
+@pytest.mark.parametrize("harness", ["fast", "nic"])
+def test_workload(tmp_path, harness):
     out = tmp_path / "raw.json"
     trace = cache_report.trace_prefix("nasa", 1, 4, 40_000, 2 * 10**6)
     cases = workload_cases.demo_cases(window_us=10.0, trace=trace, frag=False) + [
         workload_cases.frag_case(datagrams=2, payload=20000),
         workload_cases.make_case("1518B-2p-bidir", [[1518, 1]], 2, "bidir", 10.0)]
     cases[1]["frames_per_size"] = 2   # the probe: two frames per size
-    run_cocotb(NIC, __name__, bench={"cases": cases, "out": str(out), "seed": 1})
+    run_cocotb(NIC, __name__, bench={"cases": cases, "out": str(out), "seed": 1, "harness": harness},
+               fast=harness == "fast")
     run = json.loads(out.read_text())
+    assert run["harness"] == harness
     assert not run["driver_errors"], run["driver_errors"]
     demo, probe, web, frag, bench = run["cases"]
 

@@ -134,6 +134,7 @@ class FastFunction:
         self.pcie_id = (1, 0, 0)
         self.devctl = 2 << 12    # reset value: MPS 128, MRRS 512
         self.bar_window = [FastBar(tb)]
+        self.bar_addr = [tb.lib.lib.fastsim_bar0_addr()]   # bus addresses, as enumeration assigns them
         self.msix_enabled = False
 
     async def enable_device(self) -> None:
