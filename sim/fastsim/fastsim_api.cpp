@@ -200,16 +200,27 @@ void fastsim_port_send(int k, const uint8_t* d, uint64_t n, int pad, int bad_fcs
 }
 // The oldest frame port k received from the NIC: its length (-1: none); up to `cap` bytes
 // copied; fcs_ok, the cycles of its start and end.
+static int g_recv_lanes[2][2];  // the START and end lanes of the frame each port's last recv returned
+
 int64_t fastsim_port_recv(int k, uint8_t* d, uint64_t cap, int* fcs_ok, uint64_t* start, uint64_t* end) {
   fastsim::EthFrame f;
   if (!g->ports[k].recv(&f)) return -1;
+  g_recv_lanes[k][0] = f.start_lane;
+  g_recv_lanes[k][1] = f.end_lane;
   std::memcpy(d, f.data.data(), f.data.size() < cap ? f.data.size() : cap);
   *fcs_ok = f.fcs_ok && !f.ctrl_error;
   *start = f.start_cycle;
   *end = f.end_cycle;
   return static_cast<int64_t>(f.data.size());
 }
+// The lanes of the START and of the ending character of the frame fastsim_port_recv last
+// returned for port k (XgmiiSink's sim_time_start/end add lane x period / 8 to the edge).
+void fastsim_port_recv_lanes(int k, int* start_lane, int* end_lane) {
+  *start_lane = g_recv_lanes[k][0];
+  *end_lane = g_recv_lanes[k][1];
+}
 uint64_t fastsim_port_tx_pending(int k) { return g->ports[k].tx_pending(); }
+uint64_t fastsim_port_tx_queued(int k) { return g->ports[k].tx_queued(); }
 // The oldest frame port k finished sending into the NIC (XgmiiSource's tx_complete): 1 and
 // the cycle and lane of its TERMINATE, or 0 if none is left to report.
 int fastsim_port_sent(int k, uint64_t* cycle, int* lane) {

@@ -54,6 +54,7 @@ class XgmiiPort {
   void tick(uint64_t txd, uint8_t txc, uint64_t* rxd, uint8_t* rxc);
   bool recv(EthFrame* out);  // oldest frame the NIC sent
   size_t tx_pending() const;  // frames queued or on the wire
+  size_t tx_queued() const { return txq_.size(); }  // XgmiiSource.count(): not yet started
   size_t tx_done_pending() const { return tx_done_.size(); }
   bool tx_done_pop(TxDone* out);  // oldest frame sent whole, not yet reported
   size_t rx_pending() const;

@@ -354,7 +354,7 @@ def cmd_demo(args: list[str]) -> int:
                     help="fast: the NIC's partners in C++ (default); nic: cocotbext-pcie/-eth (NicTB), the reference")
     a = ap.parse_args(args)
     t0 = time.monotonic()
-    out_dir = hw.BUILD / "demo"
+    out_dir = hw.BUILD / ("demo" if a.harness == "fast" else f"demo-{a.harness}")  # both kept, to compare
     trace = None if a.no_web else cache_report.trace_prefix(*DEMO_WEB)
     cases = workload_cases.demo_cases(a.us, trace=trace, frag=not a.no_frag)
     print(f"[offnic] demo: the whole NIC (PCIe Gen3 x8 host with 1 us read latency, 2 x 25G XGMII ports), "

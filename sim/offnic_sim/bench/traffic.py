@@ -23,7 +23,8 @@ class TrafficCase:
     def __init__(self, w: Workload, ix: int, case: dict):
         self.w, self.ix, self.case = w, ix, case
         self.drv, self.tb = w.drv, w.tb
-        self.rng = random.Random(w.cfg.get("seed", 0) << 20 ^ case["seed"])  # the run's seed replays it
+        self.seed = w.cfg.get("seed", 0) << 20 ^ case["seed"]  # the run's seed replays it
+        self.rngs: dict[str, random.Random] = {}  # one per stream: its frames do not depend on the others' timing
         self.sizes = [s for s, _ in case["sizes"]]
         self.weights = [x for _, x in case["sizes"]]
         self.ports = case["ports"]
@@ -35,8 +36,16 @@ class TrafficCase:
         self.ring_samples = {p: [] for p in self.ports}  # TX packets in flight per port, in the window
         self.stop = False
 
-    def next_size(self) -> int:
-        return self.sizes[0] if len(self.sizes) == 1 else self.rng.choices(self.sizes, self.weights)[0]
+    def next_size(self, stream: str) -> int:
+        """The next frame size of `stream` (tx<port>.<queue> or rx<port>): each stream draws
+        from its own generator, so the frames a stream offers are the same whatever the
+        NIC's and the harness's timing (the two whole-NIC harnesses offer the same frames)."""
+        if len(self.sizes) == 1:
+            return self.sizes[0]
+        rng = self.rngs.get(stream)
+        if rng is None:
+            rng = self.rngs[stream] = random.Random(f"{self.seed}:{stream}")
+        return rng.choices(self.sizes, self.weights)[0]
 
     async def prepare(self) -> None:
         """Moderation as the case says, recorders emptied, counters read."""
@@ -70,7 +79,7 @@ class TrafficCase:
         while not self.stop:
             frames, meta = [], []
             for _ in range(case["batch"]):
-                size = self.next_size()
+                size = self.next_size(f"tx{p}.{q}")
                 frames.append(w.frame(tag_of(self.ix, False, p, seq), size))
                 meta.append((seq, size))
                 seq += 1
@@ -86,7 +95,7 @@ class TrafficCase:
         depth = max(4, math.ceil(300 / ((min(self.sizes) + WIRE_OVERHEAD) * 8 / LINE_GBPS)) + 2)
         while now_ns() < self.t_stop:
             while src.count() < depth:
-                size = self.next_size()
+                size = self.next_size(f"rx{p}")
                 tag = tag_of(self.ix, True, p, seq)
                 seq += 1
                 xf = XgmiiFrame.from_payload(self.w.frame(tag, size), min_len=60,

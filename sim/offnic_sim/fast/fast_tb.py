@@ -24,7 +24,7 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.queue import QueueEmpty
 from cocotb.simtime import get_sim_time
-from cocotb.triggers import ClockCycles, Event, Timer
+from cocotb.triggers import ClockCycles, Event, ReadOnly, RisingEdge, Timer
 from cocotbext.eth import XgmiiFrame
 from cocotbext.pcie.core.caps import PciCapId
 
@@ -239,16 +239,20 @@ class _SourceView:
         self.send_nowait(frame)
 
     def count(self) -> int:
-        return self._port.tx_pending()
+        """Frames queued, not yet started (XgmiiSource.count: the frame on the wire is not counted)."""
+        port = self._port
+        return port._tb.lib.lib.fastsim_port_tx_queued(port.k) if port._tb.lib.have_ports else 0
 
     def empty(self) -> bool:
         return self.count() == 0
 
     def idle(self) -> bool:
-        return self.count() == 0
+        """Nothing queued and nothing on the wire."""
+        return self._port.tx_pending() == 0
 
     async def wait(self) -> None:
-        while self.count():
+        """Until idle, as XgmiiSource.wait."""
+        while not self.idle():
             await Timer(100, "ns")
 
 class _SinkView:
@@ -261,14 +265,18 @@ class _SinkView:
         self.log = logging.getLogger(f"offnic.fast.port{port.k}.sink")
 
     def _frame(self, f):
+        """Called right after the port_recv that returned `f` (its lanes are the last recv's)."""
         data, fcs_ok, start, end = f
         xf = XgmiiFrame.from_payload(data, min_len=0)
         if not fcs_ok:
             d = bytearray(xf.data)
             d[-1] ^= 0xFF
             xf.data = d
-        xf.sim_time_start = self._port._cycle_time_ps(start)
-        xf.sim_time_end = self._port._cycle_time_ps(end)
+        port = self._port
+        lane0, lane1 = port._tb.lib.port_recv_lanes(port.k)
+        # XgmiiSink: the edge + lane x period / 8, of the START and of the ending character
+        xf.sim_time_start = port._cycle_time_ps(start) + port._period_ps // 8 * lane0
+        xf.sim_time_end = port._cycle_time_ps(end) + port._period_ps // 8 * lane1
         return xf
 
     def recv_nowait(self):
@@ -323,9 +331,23 @@ class FastPort:
             self.source._sending.clear()   # the C++ port dropped what it had queued
         self.rst.value = 0
         self._t_reset_ps = get_sim_time("ps")
+        self._edge = None
+        self._calibrated = cocotb.start_soon(self._calibrate())
+
+    async def _calibrate(self) -> None:
+        """The sim time of one MAC clock edge with the C++ port's cycle count after it: which
+        edge a port cycle is, measured rather than assumed (the first tick after reset)."""
+        await RisingEdge(self.clk)
+        await ReadOnly()
+        if self._tb.lib.have_ports:
+            self._edge = (get_sim_time("ps"), self._tb.lib.lib.fastsim_port_cycle(self.k) - 1)
 
     def _cycle_time_ps(self, cycle: int) -> int:
-        return self._t_reset_ps + cycle * self._period_ps
+        """The sim time of the MAC clock edge at which the C++ port's `cycle` ticked."""
+        if self._edge is None:
+            return self._t_reset_ps + cycle * self._period_ps
+        t, c = self._edge
+        return t + (cycle - c) * self._period_ps
 
     def _send(self, data: bytes, pad: bool, bad_fcs: bool, frame=None) -> None:
         """Into the C++ port; `frame`: the XgmiiFrame to tell when it has gone whole."""

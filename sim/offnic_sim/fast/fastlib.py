@@ -104,7 +104,9 @@ class FastLib:
             _sig(lib, "fastsim_port_recv", ctypes.c_int64, c_int, ctypes.c_char_p, c_u64,
                  ctypes.POINTER(c_int), u64p, u64p)
             _sig(lib, "fastsim_port_tx_pending", c_u64, c_int)
+            _sig(lib, "fastsim_port_tx_queued", c_u64, c_int)
             _sig(lib, "fastsim_port_sent", c_int, c_int, u64p, ctypes.POINTER(c_int))
+            _sig(lib, "fastsim_port_recv_lanes", None, c_int, ctypes.POINTER(c_int), ctypes.POINTER(c_int))
             _sig(lib, "fastsim_port_rx_pending", c_u64, c_int)
             _sig(lib, "fastsim_port_cycle", c_u64, c_int)
         self._has_dram_api = hasattr(lib, "fastsim_dram_mem")
@@ -187,3 +189,9 @@ class FastLib:
             self._rx_buf = ctypes.create_string_buffer(n)
             raise RuntimeError(f"port {k}: a {n}-byte frame did not fit the receive buffer")
         return self._rx_buf.raw[:n], bool(ok.value), start.value, end.value
+
+    def port_recv_lanes(self, k: int) -> tuple[int, int]:
+        """The START and end lanes of the frame port_recv(k) last returned."""
+        a, b = c_int(), c_int()
+        self.lib.fastsim_port_recv_lanes(k, ctypes.byref(a), ctypes.byref(b))
+        return a.value, b.value
