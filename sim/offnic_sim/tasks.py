@@ -182,7 +182,9 @@ def cmd_synth(args: list[str]) -> int:
 NIC = hw.Design.of("nic.Nic", addr_bits=24, board_id=0)  # the design the NIC benches use
 
 
-HARNESSES = ("fast", "nic")  # the whole-NIC harnesses: FastNicTB (C++ partners, sim/fastsim) or NicTB (cocotbext)
+# The whole-NIC harnesses: FastNicTB (C++ partners, sim/fastsim), NicTB (cocotbext), and
+# FastNicTB on its model with cocotb's clocks (the clocks' phases as NicTB's: to compare them).
+HARNESSES = ("fast", "nic", "fast-gpi-clocks")
 
 
 def simulate(cases: list[dict], run_dir: Path, seed: int | None = None, show=None, design: hw.Design = NIC,
@@ -202,7 +204,7 @@ def simulate(cases: list[dict], run_dir: Path, seed: int | None = None, show=Non
     run_dir.mkdir(parents=True, exist_ok=True)
     hw_digest = hw.hw_sources_digest()[:16]  # the hardware this run measures (its model is built from it)
     assert harness in HARNESSES, f"harness: one of {HARNESSES}"
-    fast = harness == "fast"
+    fast = {"fast": True, "fast-gpi-clocks": runner.FAST_GPI_CLOCKS}.get(harness, False)
     built = runner.Model(design, runner.waves_enabled(), fast).dir / "built"
     if built.exists():
         m = runner.model(design, fast)
@@ -351,7 +353,8 @@ def cmd_demo(args: list[str]) -> int:
     ap.add_argument("--no-web", action="store_true", help="skip the payload-cache case (a synthetic web trace window)")
     ap.add_argument("--no-frag", action="store_true", help="skip the fragmentation case (64 KB datagrams at MTU 1500)")
     ap.add_argument("--harness", choices=HARNESSES, default="fast",
-                    help="fast: the NIC's partners in C++ (default); nic: cocotbext-pcie/-eth (NicTB), the reference")
+                    help="fast: the NIC's partners in C++ (default); nic: cocotbext-pcie/-eth (NicTB), the reference; "
+                         "fast-gpi-clocks: the fast harness with cocotb's clocks (NicTB's clock phases)")
     a = ap.parse_args(args)
     t0 = time.monotonic()
     out_dir = hw.BUILD / ("demo" if a.harness == "fast" else f"demo-{a.harness}")  # both kept, to compare
@@ -402,7 +405,8 @@ def cmd_bench(args: list[str]) -> int:
                     help="JSON file (default results/bench-base.json; build/bench/bench-base.json with --sizes)")
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--harness", choices=HARNESSES, default="fast",
-                    help="fast: the NIC's partners in C++ (default); nic: cocotbext-pcie/-eth (NicTB), the reference")
+                    help="fast: the NIC's partners in C++ (default); nic: cocotbext-pcie/-eth (NicTB), the reference; "
+                         "fast-gpi-clocks: the fast harness with cocotb's clocks (NicTB's clock phases)")
     a = ap.parse_args(args)
     t0 = time.monotonic()
     sizes = [int(x) for x in a.sizes.split(",")] if a.sizes else workload_cases.BENCH_SIZES

@@ -492,7 +492,8 @@ def demo_report(run: dict, wall_s: float | None = None, png: str | None = None) 
     L = []
     L.append(f"offnic demo: the whole NIC, 2 x 25G ports, TX and RX at once on both, frame mix {mix} "
              f"(avg {_avg_size(c):.0f} B)")
-    harness = {"fast": "the fast harness (C++ partners)", "nic": "NicTB (cocotbext-pcie/-eth)"}.get(run.get("harness", "nic"))
+    harness = {"fast": "the fast harness (C++ partners)", "nic": "NicTB (cocotbext-pcie/-eth)",
+               "fast-gpi-clocks": "the fast harness with cocotb's clocks"}.get(run.get("harness", "nic"))
     L.append(f"  simulated {run['sim_ns'] / 1000:.1f} us in {wall_s if wall_s is not None else run['wall_s']:.0f} s of "
              f"simulation on {harness}; "
              f"measured window {(c['w0_ns'] - c['t_begin_ns']) / 1000:.0f}..{(c['w1_ns'] - c['t_begin_ns']) / 1000:.0f} us "

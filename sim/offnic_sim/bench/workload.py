@@ -78,7 +78,7 @@ class Workload:
         self.dut = dut
         self.cfg = cfg
         self.harness = cfg.get("harness", "nic")
-        if self.harness == "fast":
+        if self.harness.startswith("fast"):
             from offnic_sim.fast.fast_tb import FastNicTB  # builds libfastsim: only when asked for
             self.tb = FastNicTB(dut, host_latency_ns=cfg.get("host_latency_ns", 1000.0))
             self.tap = self.tb.make_pcie_tap()
