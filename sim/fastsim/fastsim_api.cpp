@@ -178,13 +178,14 @@ int fastsim_tap_counts(int bucket, uint64_t* n, uint64_t* itf) {
   return 1;
 }
 // The NIC's writes into watched labels since the last call: up to `cap` of them (label,
-// core cycle of the edge it left the interface at, 16-byte records); returns how many.
-uint64_t fastsim_tap_watched(uint32_t* label, uint64_t* cycle, uint32_t* records, uint64_t cap) {
+// when it started on the link in ps of the host's clock, cycle x period; 16-byte records);
+// returns how many.
+uint64_t fastsim_tap_watched(uint32_t* label, uint64_t* t_ps, uint32_t* records, uint64_t cap) {
   std::vector<fastsim::PcieTap::Watched>& w = g->host->tap().watched;
   uint64_t n = w.size() < cap ? w.size() : cap;
   for (uint64_t i = 0; i < n; ++i) {
     label[i] = w[i].label;
-    cycle[i] = w[i].cycle;
+    t_ps[i] = w[i].t_ps;
     records[i] = w[i].records;
   }
   w.erase(w.begin(), w.begin() + static_cast<std::ptrdiff_t>(n));

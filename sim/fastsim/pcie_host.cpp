@@ -54,7 +54,7 @@ uint32_t PcieTap::classify(uint64_t addr) const {
   return addr < it->hi ? it->label : 0;
 }
 
-void PcieTap::count(int way, int kind, uint64_t addr, uint32_t tag, size_t header, size_t payload, uint64_t cycle) {
+void PcieTap::count(int way, int kind, uint64_t addr, uint32_t tag, size_t header, size_t payload, uint64_t t_ps) {
   uint32_t label;
   if (kind == kCpl) {
     label = tags[1 - way][tag & 0xff];
@@ -62,7 +62,7 @@ void PcieTap::count(int way, int kind, uint64_t addr, uint32_t tag, size_t heade
     label = classify(addr);
     if (kind == kMrd) tags[way][tag & 0xff] = label;
     if (kind == kMwr && watch[label] && bucket >= 0)
-      watched.push_back(Watched{label, cycle, static_cast<uint32_t>(std::max<size_t>(1, payload / 16))});
+      watched.push_back(Watched{label, t_ps, static_cast<uint32_t>(std::max<size_t>(1, payload / 16))});
   }
   if (bucket < 0) return;
   if (static_cast<size_t>(bucket) >= buckets.size()) buckets.resize(bucket + 1);
@@ -172,7 +172,7 @@ void PcieHost::mmio_write(uint64_t offset, const uint8_t* data, size_t n) {
   f.be.assign(4, 0);
   for (uint32_t k = 0; k < dwords; ++k) f.be.push_back(k == 0 ? f.first_be : k + 1 == dwords ? f.last_be : 0xf);
   size_t header = (addr >> 32) ? 16 : 12;
-  tap_.count(1, PcieTap::kMwr, addr, 0, header, dwords * 4, cycle_);
+  tap_.count(1, PcieTap::kMwr, addr, 0, header, dwords * 4, std::max(down_free_ps_, now_ps()));
   at(send_down(header + dwords * 4), kDownArrive, t);
 }
 
@@ -196,7 +196,7 @@ void PcieHost::mmio_read(uint64_t offset, size_t n, uint32_t id) {
           tag | static_cast<uint32_t>(kBar0Aperture) << 19};
   f.be.assign(4, 0);
   size_t header = (addr >> 32) ? 16 : 12;
-  tap_.count(1, PcieTap::kMrd, addr, tag, header, 0, cycle_);
+  tap_.count(1, PcieTap::kMrd, addr, tag, header, 0, std::max(down_free_ps_, now_ps()));
   at(send_down(header), kDownArrive, t);
 }
 
@@ -229,7 +229,7 @@ void PcieHost::on_rq(const std::vector<uint32_t>& dw, uint32_t tuser0) {
   t->last_be = tuser0 >> 4 & 0xf;
   t->dw = dw;
   size_t header = (t->addr >> 32) ? 16 : 12;
-  tap_.count(0, t->write ? PcieTap::kMwr : PcieTap::kMrd, t->addr, t->tag, header, t->write ? t->dwords * 4 : 0, cycle_);
+  tap_.count(0, t->write ? PcieTap::kMwr : PcieTap::kMrd, t->addr, t->tag, header, t->write ? t->dwords * 4 : 0, std::max(up_free_ps_, now_ps()));
   at(send_up(header + (t->write ? t->dwords * 4 : 0)), kUpArrive, t);
 }
 
@@ -243,7 +243,7 @@ void PcieHost::on_cc(const std::vector<uint32_t>& dw) {
   t->dwords = dw[1] & 0x7ff;
   t->tag = dw[2] & 0xff;
   t->dw = dw;
-  tap_.count(0, PcieTap::kCpl, 0, t->tag, 12, t->dwords * 4, cycle_);
+  tap_.count(0, PcieTap::kCpl, 0, t->tag, 12, t->dwords * 4, std::max(up_free_ps_, now_ps()));
   at(send_up(12 + t->dwords * 4), kUpArrive, t);
 }
 
@@ -330,7 +330,7 @@ void PcieHost::answer_read(Tlp* req) {
     }
     for (uint32_t k = 0; k < ndw; ++k) f.be.push_back(k == 0 ? fbe : k + 1 == ndw ? lbe : 0xf);
     ++stats_.rc_tlps;
-    tap_.count(1, PcieTap::kCpl, 0, req->tag, 12, ndw * 4, cycle_);
+    tap_.count(1, PcieTap::kCpl, 0, req->tag, 12, ndw * 4, std::max(down_free_ps_, now_ps()));
     at(send_down(12 + ndw * 4), kDownArrive, c);
   };
   if (!ok) {  // no memory there: Unsupported Request

@@ -45,7 +45,9 @@ struct PcieHostStats {
 // address (ranges the workload names) or, a completion, by the tag of the request it
 // answers; counted into the bucket the workload has switched to (none: not counted); with
 // the 256-bit user-interface beats each TLP takes (no straddling), and the cycles of the
-// NIC's writes into watched labels. No DLLPs: this link model has none.
+// NIC's writes into watched labels (when each starts on the link). No DLLPs: this link
+// model has none. A TLP counts in the bucket current when it is queued for the link (NicTB's
+// tap: when it starts on it, up to the link's queue later).
 struct PcieTap {
   enum Kind { kMrd, kMwr, kCpl, kOther, kKinds };   // per way: index way * kKinds + kind
   enum Itf { kRq, kCc, kCq, kRc, kItfs };
@@ -55,7 +57,7 @@ struct PcieTap {
     std::vector<uint64_t> n;   // [label][way * kKinds + kind][0: TLPs, 1: wire bytes]
     uint64_t itf[kItfs][2] = {};  // [itf][0: beats, 1: TLPs]
   };
-  struct Watched { uint32_t label; uint64_t cycle; uint32_t records; };
+  struct Watched { uint32_t label; uint64_t t_ps; uint32_t records; };  // t_ps: as PcieHost::now_ps
   std::vector<Range> ranges;                        // sorted by lo
   uint32_t tags[2][256] = {};                       // [way of the request][tag] -> label
   int bucket = -1;
@@ -65,8 +67,9 @@ struct PcieTap {
 
   void add_range(uint64_t lo, uint64_t size, uint32_t label);
   uint32_t classify(uint64_t addr) const;
-  // way 0: up (NIC -> host), 1: down. addr: a request's; tag: a request's or a completion's.
-  void count(int way, int kind, uint64_t addr, uint32_t tag, size_t header, size_t payload, uint64_t cycle);
+  // way 0: up (NIC -> host), 1: down. addr: a request's; tag: a request's or a completion's;
+  // t_ps: when the TLP starts on the link (cocotbext's handle_tx: after the TLPs ahead of it).
+  void count(int way, int kind, uint64_t addr, uint32_t tag, size_t header, size_t payload, uint64_t t_ps);
 };
 
 class PcieHost {

@@ -5,7 +5,8 @@ its PCIe traffic the same way on either harness.
 The arithmetic is PcieTap's: every TLP put on the link, both ways, in wire bytes (header +
 payload + 8), attributed to a label by its address or, a completion, by its request's tag,
 into the bucket the workload has switched to; plus the hard IP interface's beats per TLP
-and the times of the NIC's writes into watched labels. What differs, because the fast
+and the times of the NIC's writes into watched labels (when each starts on the link, as
+NicTB's tap sees it). What differs, because the fast
 link model has none: no DLLPs (NicTB's tap counts each ACK and flow-control update as 8
 "shared" bytes), no "other" TLPs (configuration requests: the fast harness does not
 simulate configuration space). `log` (the cache bench's diagnosis) is not offered.
@@ -50,9 +51,10 @@ class FastPcieTap:
         await ReadOnly()
         self._edge = (get_sim_time("ps"), self._lib.host_stats()["cycle"])
 
-    def _time_ns(self, cycle: int) -> float:
+    def _time_ns(self, host_ps: int) -> float:
+        """Sim time of a time of the C++ host's clock (its cycle count x the core period)."""
         t, c = self._edge
-        return (t + (cycle - c) * round(CORE_PERIOD_NS * 1000)) / 1000.0
+        return (t + host_ps - c * round(CORE_PERIOD_NS * 1000)) / 1000.0
 
     def _label(self, name: str) -> int:
         if name not in self._ids:
@@ -121,10 +123,10 @@ class FastPcieTap:
     @property
     def watched(self) -> dict[str, list]:
         """label -> [(t_ns, 16-byte records)] of the NIC's writes into it while counting."""
-        for lab, cycle, records in self._lib.tap_watched():
+        for lab, host_ps, records in self._lib.tap_watched():
             w = self._watched.get(self._labels[lab])
             if w is not None:
-                w.append((self._time_ns(cycle), records))
+                w.append((self._time_ns(host_ps), records))
         return self._watched
 
     @watched.setter

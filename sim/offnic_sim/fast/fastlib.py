@@ -160,7 +160,8 @@ class FastLib:
                 [(itf[2 * i], itf[2 * i + 1]) for i in range(4)])
 
     def tap_watched(self) -> list[tuple[int, int, int]]:
-        """(label, core cycle, records) of the NIC's writes into watched labels since the last call."""
+        """(label, t in ps of the host's clock (cycle x period), records) of the NIC's writes into
+        watched labels since the last call, timed when each started on the link."""
         out = []
         cap = 4096
         lab, cyc, rec = (c_u32 * cap)(), (c_u64 * cap)(), (c_u32 * cap)()
