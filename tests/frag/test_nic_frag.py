@@ -29,15 +29,15 @@ from offnic_sim.net import ipfrag  # noqa: E402
 from offnic_sim.host import rings  # noqa: E402
 from offnic_sim.harness.runner import run_cocotb  # noqa: E402
 from offnic_sim.harness.hw import Design  # noqa: E402
-from offnic_sim.host.nic_tb import NicTB  # noqa: E402
+from offnic_sim.fast.fast_tb import FastNicTB  # noqa: E402
 
 NIC = Design.of("nic.Nic", addr_bits=24, board_id=0)
 MAX_TX = 65568
 
 
 
-async def setup(dut) -> NicTB:
-    tb = NicTB(dut)
+async def setup(dut) -> FastNicTB:
+    tb = FastNicTB(dut)
     await tb.init()
     for port in range(2):
         await tb.drv.open_tx_queue(port, size=64, port=port, buf_size=16384)
@@ -46,7 +46,7 @@ async def setup(dut) -> NicTB:
     return tb
 
 
-async def set_mtu(tb: NicTB, mtu0: int, mtu1: int) -> None:
+async def set_mtu(tb: FastNicTB, mtu0: int, mtu1: int) -> None:
     await tb.drv.block("tx_engine").write("mtu", mtu0 | mtu1 << 16)
 
 
@@ -58,7 +58,7 @@ def segments(rng: random.Random, n: int) -> list[int] | None:
     return pts or None
 
 
-async def expect_frames(tb: NicTB, port: int, want: list[bytes], what: str) -> None:
+async def expect_frames(tb: FastNicTB, port: int, want: list[bytes], what: str) -> None:
     for i, w in enumerate(want):
         got = await with_timeout(tb.ports[port].recv(), 200, "us")
         assert got[:len(w)] == w and not any(got[len(w):]), \
@@ -146,4 +146,4 @@ async def off_and_refusals(dut):
 
 
 def test_nic_frag():
-    run_cocotb(NIC, __name__)
+    run_cocotb(NIC, __name__, fast=True)

@@ -35,7 +35,7 @@ from offnic_sim.net import ipfrag  # noqa: E402
 from offnic_sim.frag import reasm_model  # noqa: E402
 from offnic_sim.harness.runner import run_cocotb  # noqa: E402
 from offnic_sim.harness.hw import Design  # noqa: E402
-from offnic_sim.host.nic_tb import NicTB  # noqa: E402
+from offnic_sim.fast.fast_tb import FastNicTB  # noqa: E402
 
 NIC = Design.of("nic.Nic", addr_bits=24, board_id=0)
 STATS = [name for name in ("fragments", "reassembled", "queued", "duplicate", "trimmed", "overlap", "bad_last",
@@ -69,8 +69,8 @@ async def state(drv) -> str:
     return "; ".join(out)
 
 
-async def setup(dut, *, rss: bool = False, buffers: int = 64, cq_size: int | None = None) -> NicTB:
-    tb = NicTB(dut)
+async def setup(dut, *, rss: bool = False, buffers: int = 64, cq_size: int | None = None) -> FastNicTB:
+    tb = FastNicTB(dut)
     await tb.init()
     drv = tb.drv
     for b in drv.blocks["eth_port"]:
@@ -317,4 +317,4 @@ async def reasm_cq_full(dut):
 
 
 def test_nic_reasm():
-    run_cocotb(NIC, __name__)
+    run_cocotb(NIC, __name__, fast=True)

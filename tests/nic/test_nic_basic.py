@@ -8,7 +8,7 @@ from cocotb.triggers import Timer, with_timeout
 
 from offnic_sim.harness.runner import run_cocotb
 from offnic_sim.harness.hw import Design
-from offnic_sim.host.nic_tb import NicTB
+from offnic_sim.fast.fast_tb import FastNicTB
 
 NIC = Design.of("nic.Nic", addr_bits=24, board_id=0)
 
@@ -21,7 +21,7 @@ def frame(n: int, rng: random.Random, dst: bytes = b"\x02\x00\x00\x00\x00\x01") 
 @cocotb.test(timeout_time=200, timeout_unit="us")
 async def single_frames(dut):
     rng = random.Random(random.getrandbits(64))  # cocotb seeds `random` with the run seed
-    tb = NicTB(dut)
+    tb = FastNicTB(dut)
     await tb.init()
     drv = tb.drv
     for port in range(2):
@@ -51,4 +51,4 @@ async def single_frames(dut):
 
 
 def test_nic_basic():
-    run_cocotb(NIC, __name__)
+    run_cocotb(NIC, __name__, fast=True)

@@ -10,7 +10,7 @@ from cocotb.triggers import Timer, with_timeout
 from offnic_sim.host import rings
 from offnic_sim.harness.runner import run_cocotb
 from offnic_sim.harness.hw import Design
-from offnic_sim.host.nic_tb import NicTB
+from offnic_sim.fast.fast_tb import FastNicTB
 from offnic_sim.host.rings import Desc
 
 NIC = Design.of("nic.Nic", addr_bits=24, board_id=0)
@@ -21,8 +21,8 @@ def frame(n: int, rng: random.Random) -> bytes:
     return b"\x02\x00\x00\x00\x00\x01\x02\x00\x00\x00\x00\x02\x88\xb5" + rng.randbytes(n - 14)
 
 
-async def setup(dut, **kw) -> NicTB:
-    tb = NicTB(dut, **kw)
+async def setup(dut, **kw) -> FastNicTB:
+    tb = FastNicTB(dut, **kw)
     await tb.init()
     await tb.drv.set_rss(enable=False)
     for port in range(2):
@@ -32,7 +32,7 @@ async def setup(dut, **kw) -> NicTB:
     return tb
 
 
-async def send_ok(tb: NicTB, q: int, port: int, rng: random.Random, n: int = 3) -> None:
+async def send_ok(tb: FastNicTB, q: int, port: int, rng: random.Random, n: int = 3) -> None:
     """The NIC still works: n frames out on `port` from queue q, n frames in."""
     for _ in range(n):
         f = frame(rng.randint(60, 1514), rng)
@@ -244,4 +244,4 @@ async def queue_disable_under_traffic(dut):
 
 
 def test_nic_errors():
-    run_cocotb(NIC, __name__)
+    run_cocotb(NIC, __name__, fast=True)

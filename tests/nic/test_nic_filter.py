@@ -25,7 +25,7 @@ from scapy.packet import Raw
 
 from offnic_sim.harness.hw import Design
 from offnic_sim.harness.runner import run_cocotb
-from offnic_sim.host.nic_tb import NicTB
+from offnic_sim.fast.fast_tb import FastNicTB
 from offnic_sim.net import ipfrag
 
 NIC = Design.of("nic.Nic", addr_bits=24, board_id=0)
@@ -166,7 +166,7 @@ def traffic(rng: random.Random, m: FilterModel, other_mac: bytes, count: int, id
     return out, counts
 
 
-async def run_round(tb: NicTB, rng: random.Random, models: list, label: str, count: int, ident0: int) -> dict:
+async def run_round(tb: FastNicTB, rng: random.Random, models: list, label: str, count: int, ident0: int) -> dict:
     drv = tb.drv
     for p in range(2):
         await configure(drv, p, models[p])
@@ -224,7 +224,7 @@ async def run_round(tb: NicTB, rng: random.Random, models: list, label: str, cou
 async def rx_filter(dut):
     rng = random.Random(random.getrandbits(64))
     assert all(group_hash(a) == zlib.crc32(a) >> 26 for a in (BCAST, bytes(6), b"\x01\x00\x5e\x00\x00\x01"))
-    tb = NicTB(dut)
+    tb = FastNicTB(dut)
     await tb.init()
     drv = tb.drv
     await drv.set_rss(enable=False)
@@ -260,4 +260,4 @@ async def rx_filter(dut):
 
 
 def test_nic_filter():
-    run_cocotb(NIC, __name__)
+    run_cocotb(NIC, __name__, fast=True)

@@ -40,7 +40,7 @@ from rss_model import MS_KEY, NONE, Enables, rss_result  # noqa: E402
 
 from offnic_sim.harness.runner import run_cocotb  # noqa: E402
 from offnic_sim.harness.hw import Design  # noqa: E402
-from offnic_sim.host.nic_tb import NicTB  # noqa: E402
+from offnic_sim.fast.fast_tb import FastNicTB  # noqa: E402
 
 NIC = Design.of("nic.Nic", addr_bits=24, board_id=0)
 JUMBO_RX = 9014     # longest RX frame without FCS we send (9000-byte IP payload)
@@ -75,7 +75,7 @@ async def rx_state(drv) -> str:
     return "; ".join(out) + f"; driver {dict(drv.stats)}"
 
 
-async def set_max_frame_len(tb: NicTB, n: int) -> None:
+async def set_max_frame_len(tb: FastNicTB, n: int) -> None:
     for b in tb.drv.blocks["eth_port"]:
         await b.write("max_frame_len", n)
         assert await b.read("max_frame_len") == n
@@ -97,7 +97,7 @@ def cut_points(n: int, rng: random.Random, hot: list[int], max_segs: int) -> lis
 @cocotb.test(timeout_time=3, timeout_unit="ms")
 async def tx_checksum(dut):
     rng = random.Random(random.getrandbits(64))
-    tb = NicTB(dut)
+    tb = FastNicTB(dut)
     await tb.init()
     drv = tb.drv
     for port in range(2):
@@ -200,7 +200,7 @@ def rx_csum_frames(rng: random.Random, count: int, jumbo: int) -> list[tuple[byt
     return out
 
 
-async def promisc_all(tb: NicTB) -> None:
+async def promisc_all(tb: FastNicTB) -> None:
     """Both ports promiscuous: this file's frames go to random station addresses (the
     receive filter has its own test, test_nic_filter.py)."""
     for port in range(2):
@@ -210,7 +210,7 @@ async def promisc_all(tb: NicTB) -> None:
 @cocotb.test(timeout_time=3, timeout_unit="ms")
 async def rx_checksum(dut):
     rng = random.Random(random.getrandbits(64))
-    tb = NicTB(dut)
+    tb = FastNicTB(dut)
     await tb.init()
     await promisc_all(tb)  # frames to random addresses: RSS and the checksum serve them all
     drv = tb.drv
@@ -286,7 +286,7 @@ def rss_frames(rng: random.Random, count: int) -> list[tuple[bytes, str]]:
     return out
 
 
-async def rss_round(tb: NicTB, frames: dict[int, list[tuple[bytes, str]]], expect, label: str) -> dict:
+async def rss_round(tb: FastNicTB, frames: dict[int, list[tuple[bytes, str]]], expect, label: str) -> dict:
     """Send `frames` per port, take every completion of RX queues 0..5, and check each
     frame against `expect(frame, port) -> (queue, hash or None, type or None)`: in order
     per (queue, port), intact, the right hash. Returns frames per queue."""
@@ -332,7 +332,7 @@ async def rss_round(tb: NicTB, frames: dict[int, list[tuple[bytes, str]]], expec
 @cocotb.test(timeout_time=4, timeout_unit="ms")
 async def rss_steering(dut):
     rng = random.Random(random.getrandbits(64))
-    tb = NicTB(dut)
+    tb = FastNicTB(dut)
     await tb.init()
     await promisc_all(tb)  # frames to random addresses: RSS and the checksum serve them all
     drv = tb.drv
@@ -420,4 +420,4 @@ async def rss_steering(dut):
 
 
 def test_nic_offloads():
-    run_cocotb(NIC, __name__)
+    run_cocotb(NIC, __name__, fast=True)

@@ -12,7 +12,7 @@ from cocotb.triggers import Combine, SimTimeoutError, Timer, with_timeout
 
 from offnic_sim.harness.runner import run_cocotb
 from offnic_sim.harness.hw import Design
-from offnic_sim.host.nic_tb import NicTB
+from offnic_sim.fast.fast_tb import FastNicTB
 
 NIC = Design.of("nic.Nic", addr_bits=24, board_id=0)
 JUMBO = 9014  # largest frame without FCS with a 9000-byte payload
@@ -41,7 +41,7 @@ def segments(n: int, rng: random.Random) -> list[int] | None:
     return sorted(rng.sample(range(1, n), k))
 
 
-async def set_jumbo(tb: NicTB) -> None:
+async def set_jumbo(tb: FastNicTB) -> None:
     for b in tb.drv.blocks["eth_port"]:
         await b.write("max_frame_len", JUMBO + 4)
 
@@ -49,7 +49,7 @@ async def set_jumbo(tb: NicTB) -> None:
 @cocotb.test(timeout_time=5, timeout_unit="ms")
 async def random_traffic(dut):
     rng = random.Random(random.getrandbits(64))
-    tb = NicTB(dut)
+    tb = FastNicTB(dut)
     await tb.init()
     drv = tb.drv
     await set_jumbo(tb)
@@ -145,4 +145,4 @@ async def random_traffic(dut):
 
 
 def test_nic_traffic():
-    run_cocotb(NIC, __name__)
+    run_cocotb(NIC, __name__, fast=True)

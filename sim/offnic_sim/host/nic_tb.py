@@ -3,7 +3,9 @@ PCIe model and a root complex with host memory (1 us read latency by default), b
 Ethernet ports attached to cocotbext-eth XGMII sources and sinks in their own MAC clock
 domains, and the driver model (`OffnicDriver`) bound to it.
 
-Used by the system tests (tests/nic), `./offnic demo` and `./offnic bench base`.
+The reference harness: the agreement test (tests/fast/test_fast_agreement.py) holds the fast
+harness (offnic_sim/fast, FastNicTB, on which the system tests run) to it, and the tests that
+need cocotbext's own models use it. Also used by `./offnic demo` and `./offnic bench base`.
 """
 from __future__ import annotations
 
