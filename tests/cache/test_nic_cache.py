@@ -1,8 +1,6 @@
 """The payload cache (docs/cache.md) in the whole NIC: CACHE_INSERT and CACHE_APPEND
 descriptors mixed with host appends, both tiers (on-chip RAM and the DRAM behind the AXI4
-port, the board's DDR4 timing model), checked against a byte model of the cache. On the fast
-harness (FastNicTB) but for the random streams, which pause the DRAM's AXI channels through
-cocotbext-axi and so run on NicTB.
+port, cocotbext-axi's AxiRam), checked against a byte model of the cache.
 
 - directed: every kind of segment mix, the tier boundary, zero lengths, range errors,
   a failed insert (host read answered UR), the counters;
@@ -29,7 +27,6 @@ from nic_offload_frames import KINDS, linux_partial  # noqa: E402
 
 from offnic_sim.harness.runner import run_cocotb  # noqa: E402
 from offnic_sim.harness.hw import Design  # noqa: E402
-from offnic_sim.fast.fast_tb import FastNicTB  # noqa: E402
 from offnic_sim.host.nic_tb import NicTB  # noqa: E402
 from offnic_sim.host.rings import OP_CACHE_APPEND, OP_CACHE_INSERT, OP_DATA, Desc  # noqa: E402
 
@@ -59,7 +56,7 @@ class CacheModel:
 class CacheHost:
     """Builds cache command descriptors on one TX queue, with host buffers for their bytes."""
 
-    def __init__(self, tb: FastNicTB, q: int, model: CacheModel, buf_bytes: int = 1 << 20):
+    def __init__(self, tb: NicTB, q: int, model: CacheModel, buf_bytes: int = 1 << 20):
         self.tb, self.drv, self.q, self.model = tb, tb.drv, q, model
         self.buf = tb.drv.alloc(buf_bytes)
         self.at = 0
@@ -105,8 +102,8 @@ def header(rng: random.Random, n: int = 42) -> bytes:
     return b"\x02\x00\x00\x00\x00\x01\x02\x00\x00\x00\x00\x02\x88\xb5" + rng.randbytes(n - 14)
 
 
-async def setup(dut, ports=(0,), harness=FastNicTB):
-    tb = harness(dut)
+async def setup(dut, ports=(0,)):
+    tb = NicTB(dut)
     await tb.init()
     for port in ports:
         await tb.drv.open_tx_queue(port, size=256, port=port)
@@ -120,7 +117,7 @@ def first_diff(got: bytes, want: bytes) -> str:
     return f"first difference at byte {k}: got {got[k:k + 8].hex()} want {want[k:k + 8].hex()}"
 
 
-async def expect_frames(tb: FastNicTB, port: int, frames: list[bytes], what: str) -> None:
+async def expect_frames(tb: NicTB, port: int, frames: list[bytes], what: str) -> None:
     for k, f in enumerate(frames):
         got = await with_timeout(tb.ports[port].recv(), 200, "us")
         assert got[:len(f)] == f, f"{what}: frame {k} of {len(frames)} ({len(f)} B) differs, {first_diff(got, f)}"
@@ -243,7 +240,7 @@ def random_pieces(rng: random.Random, regions: list[tuple[int, int]], n_max: int
             return pieces
 
 
-async def command_stream(tb: FastNicTB, host: CacheHost, port: int, regions, n: int, rng: random.Random) -> int:
+async def command_stream(tb: NicTB, host: CacheHost, port: int, regions, n: int, rng: random.Random) -> int:
     """n random commands on one queue: inserts (30%) and packets; every frame checked in order."""
     expected, tokens, history = [], [], []
 
@@ -293,7 +290,7 @@ async def random_streams(dut):
     seed = random.getrandbits(64)
     rng = random.Random(seed)
     dut._log.info("random_streams: rng seed %d", seed)
-    tb, model = await setup(dut, ports=(0, 1), harness=NicTB)  # pauses need cocotbext-axi's DRAM channels
+    tb, model = await setup(dut, ports=(0, 1))
     B = model.onchip
     for ch in (tb.dram.write_if.aw_channel, tb.dram.write_if.w_channel, tb.dram.read_if.r_channel):
         ch.set_pause_generator(itertools.cycle([rng.random() < PAUSE for _ in range(97)]))
@@ -341,10 +338,4 @@ async def checksum_over_cached_bytes(dut):
 
 
 def test_nic_cache():
-    run_cocotb(NIC, __name__, testcase="large_inserts,directed,checksum_over_cached_bytes", fast=True)
-
-
-def test_nic_cache_dram_pauses():
-    """On NicTB: random_streams pauses the DRAM's AXI channels (cocotbext-axi's pause
-    generators), which the fast harness's DRAM model does not offer."""
-    run_cocotb(NIC, __name__, testcase="random_streams")
+    run_cocotb(NIC, __name__)
