@@ -1,6 +1,6 @@
 """The payload cache (docs/cache.md) in the whole NIC: CACHE_INSERT and CACHE_APPEND
 descriptors mixed with host appends, both tiers (on-chip RAM and the DRAM behind the AXI4
-port, cocotbext-axi's AxiRam), checked against a byte model of the cache.
+port, the board's DDR4 timing model), checked against a byte model of the cache.
 
 - directed: every kind of segment mix, the tier boundary, zero lengths, range errors,
   a failed insert (host read answered UR), the counters;
