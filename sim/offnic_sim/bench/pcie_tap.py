@@ -2,11 +2,11 @@
 workloads' PCIe figures)."""
 from __future__ import annotations
 
-import bisect
-
 from cocotb.simtime import get_sim_time
 from cocotbext.pcie.core.dllp import Dllp
 from cocotbext.pcie.core.tlp import TlpType
+
+from offnic_sim.host.addr_ranges import AddressRanges
 
 
 class PcieTap:
@@ -20,8 +20,7 @@ class PcieTap:
     counted). fast/fast_tap.FastPcieTap offers the same interface on the fast harness."""
 
     def __init__(self, dev):
-        self.ranges: list[tuple[int, int, str]] = []
-        self._starts: list[int] = []
+        self.ranges = AddressRanges()
         self.tags: dict[tuple[str, int], str] = {}
         self.bucket: str | None = None
         self.counts: dict[str, dict] = {}
@@ -32,15 +31,10 @@ class PcieTap:
         self._wrap(up.other, "down")    # host -> NIC
 
     def add_range(self, lo: int, size: int, label: str) -> None:
-        self.ranges.append((lo, lo + size, label))
-        self.ranges.sort()
-        self._starts = [r[0] for r in self.ranges]
+        self.ranges.add(lo, size, label)
 
     def classify(self, addr: int) -> str:
-        i = bisect.bisect_right(self._starts, addr) - 1
-        if i >= 0 and addr < self.ranges[i][1]:
-            return self.ranges[i][2]
-        return "shared"
+        return self.ranges.classify(addr)
 
     def reset(self) -> None:
         """Every bucket's counts to nothing."""

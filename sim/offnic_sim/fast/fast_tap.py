@@ -13,12 +13,11 @@ simulate configuration space). `log` (the cache bench's diagnosis) is not offere
 """
 from __future__ import annotations
 
-import bisect
-
 import cocotb
 from cocotb.simtime import get_sim_time
 from cocotb.triggers import ReadOnly, RisingEdge
 
+from offnic_sim.host.addr_ranges import AddressRanges
 from offnic_sim.host.nic_tb import CORE_PERIOD_NS
 
 WAYS = ("up", "down")
@@ -39,8 +38,7 @@ class FastPcieTap:
         self._bucket: str | None = None
         self._watched: dict[str, list] = {}
         self._edge: tuple[int, int] | None = None  # (sim time in ps, the C++ host's cycle) at one core edge
-        self.ranges: list[tuple[int, int, str]] = []
-        self._starts: list[int] = []
+        self.ranges = AddressRanges()
         self.log = None                    # PcieTap's diagnosis log: not offered here
         cocotb.start_soon(self._calibrate())
 
@@ -66,15 +64,10 @@ class FastPcieTap:
 
     def add_range(self, lo: int, size: int, label: str) -> None:
         self._lib.lib.fastsim_tap_range(lo, size, self._label(label))
-        self.ranges.append((lo, lo + size, label))
-        self.ranges.sort()
-        self._starts = [r[0] for r in self.ranges]
+        self.ranges.add(lo, size, label)
 
     def classify(self, addr: int) -> str:
-        i = bisect.bisect_right(self._starts, addr) - 1
-        if i >= 0 and addr < self.ranges[i][1]:
-            return self.ranges[i][2]
-        return "shared"
+        return self.ranges.classify(addr)
 
     @property
     def bucket(self) -> str | None:

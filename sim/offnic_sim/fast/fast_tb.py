@@ -31,7 +31,7 @@ from cocotbext.pcie.core.caps import PciCapId
 from offnic_sim.fast.fastlib import EV_MMIO_READ, EV_MSI, EV_PORT, EV_PORT_SENT, FastLib
 from offnic_sim.host.driver import OffnicDriver
 from offnic_sim.host.hostmem import DEFAULT_READ_LATENCY_NS, PAGE, HostBuffer
-from offnic_sim.host.nic_tb import CORE_PERIOD_NS, DRAM_BYTES, DRAM_MODELS, MAC_PERIOD_NS, nic_counters
+from offnic_sim.host.nic_tb import CORE_PERIOD_NS, DRAM_BYTES, DRAM_MODELS, MAC_PERIOD_NS, snapshot
 
 HOST_BYTES = 1 << 30      # host memory at bus address 0 (pages cost nothing until touched)
 RESET_CYCLES = 16         # core clock cycles of reset before the harness starts
@@ -493,14 +493,4 @@ class FastNicTB:
 
     async def snapshot(self) -> dict:
         """Every counter and every open queue's indexes, for a report or a failure message."""
-        drv = self.drv
-        out = await nic_counters(drv)
-        for kind in ("tx", "rx"):
-            for q in drv.queues[kind]:
-                e = drv.entry(f"{kind}_queues", q)
-                c = drv.entry(f"{kind}_cqs", q)
-                out[f"{kind}q{q}"] = {"prod": await e.read("prod"), "cons": await e.read("cons"),
-                                      "status": await e.read("status"), "cq_prod": await c.read("prod"),
-                                      "cq_cons": await c.read("cons")}
-        out["driver"] = dict(drv.stats)
-        return out
+        return await snapshot(self.drv)

@@ -44,6 +44,20 @@ async def nic_counters(drv: OffnicDriver) -> dict:
     return out
 
 
+async def snapshot(drv: OffnicDriver) -> dict:
+    """Every counter and every open queue's indexes (NicTB.snapshot, FastNicTB.snapshot)."""
+    out = await nic_counters(drv)
+    for kind in ("tx", "rx"):
+        for q in drv.queues[kind]:
+            e = drv.entry(f"{kind}_queues", q)
+            c = drv.entry(f"{kind}_cqs", q)
+            out[f"{kind}q{q}"] = {"prod": await e.read("prod"), "cons": await e.read("cons"),
+                                  "status": await e.read("status"), "cq_prod": await c.read("prod"),
+                                  "cq_cons": await c.read("cons")}
+    out["driver"] = dict(drv.stats)
+    return out
+
+
 class Port:
     """One Ethernet port's far end: frames into the NIC (XgmiiSource on its RX XGMII) and
     out of it (XgmiiSink on its TX XGMII), in the port's MAC clock domain."""
@@ -156,14 +170,4 @@ class NicTB:
 
     async def snapshot(self) -> dict:
         """Every counter and every open queue's indexes, for a report or a failure message."""
-        drv = self.drv
-        out = await nic_counters(drv)
-        for kind in ("tx", "rx"):
-            for q in drv.queues[kind]:
-                e = drv.entry(f"{kind}_queues", q)
-                c = drv.entry(f"{kind}_cqs", q)
-                out[f"{kind}q{q}"] = {"prod": await e.read("prod"), "cons": await e.read("cons"),
-                                      "status": await e.read("status"), "cq_prod": await c.read("prod"),
-                                      "cq_cons": await c.read("cons")}
-        out["driver"] = dict(drv.stats)
-        return out
+        return await snapshot(self.drv)
