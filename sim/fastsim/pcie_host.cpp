@@ -147,19 +147,25 @@ bool PcieHost::next_event(HostEvent* ev) {
 
 // ------------------------------------------------------------------ the driver's BAR0 accesses
 
+// First and last dword byte enables of a request for n bytes starting `lead` bytes into its
+// first dword (a one-dword request carries its enables in first_be alone, last_be 0).
+static void set_byte_enables(uint8_t& first_be, uint8_t& last_be, uint32_t lead, size_t n, uint32_t dwords) {
+  first_be = (0xf << lead) & 0xf;
+  uint32_t tail = (lead + n) & 3;
+  last_be = tail ? (0xf >> (4 - tail)) : 0xf;
+  if (dwords == 1) {
+    first_be &= last_be;
+    last_be = 0;
+  }
+}
+
 void PcieHost::mmio_write(uint64_t offset, const uint8_t* data, size_t n) {
   uint64_t addr = kBar0Addr + offset;
   uint32_t lead = addr & 3;
   uint32_t dwords = static_cast<uint32_t>((lead + n + 3) / 4);
   auto* t = new Tlp;
   Frame& f = t->frame;
-  f.first_be = (0xf << lead) & 0xf;
-  uint32_t tail = (lead + n) & 3;
-  f.last_be = tail ? (0xf >> (4 - tail)) : 0xf;
-  if (dwords == 1) {
-    f.first_be &= f.last_be;
-    f.last_be = 0;
-  }
+  set_byte_enables(f.first_be, f.last_be, lead, n, dwords);
   f.dw = {static_cast<uint32_t>(addr & ~3ull), static_cast<uint32_t>(addr >> 32),
           (dwords & 0x7ff) | kReqMemWrite << 11 | kHostId << 16, static_cast<uint32_t>(kBar0Aperture) << 19};
   std::vector<uint8_t> bytes(dwords * 4, 0);
@@ -182,13 +188,7 @@ void PcieHost::mmio_read(uint64_t offset, size_t n, uint32_t id) {
   uint32_t dwords = static_cast<uint32_t>((lead + n + 3) / 4);
   auto* t = new Tlp;
   Frame& f = t->frame;
-  f.first_be = (0xf << lead) & 0xf;
-  uint32_t tail = (lead + n) & 3;
-  f.last_be = tail ? (0xf >> (4 - tail)) : 0xf;
-  if (dwords == 1) {
-    f.first_be &= f.last_be;
-    f.last_be = 0;
-  }
+  set_byte_enables(f.first_be, f.last_be, lead, n, dwords);
   uint8_t tag = cq_tag_++;
   mmio_ids_[tag] = id;
   f.dw = {static_cast<uint32_t>(addr & ~3ull), static_cast<uint32_t>(addr >> 32),
