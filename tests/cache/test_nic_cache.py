@@ -339,3 +339,10 @@ async def checksum_over_cached_bytes(dut):
 
 def test_nic_cache():
     run_cocotb(NIC, __name__)
+
+
+def test_random_streams_lost_wakeup():
+    """The run that found the TX engine's lost wake-up (random_streams alone on a fresh NIC):
+    a queue whose packet did not fit the TX RAM in the very cycle the port freed its last
+    packet waited for a change that had already happened, and its frames never left."""
+    run_cocotb(NIC, __name__, testcase="random_streams", seed=211755033)

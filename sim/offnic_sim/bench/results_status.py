@@ -4,7 +4,8 @@ Every bench records `hw_sources_sha256`, `hw.hw_sources_digest()` of the sources
 measured (the base, cache and frag benches its first 16 hex digits, the toe bench all
 64). A results file is current when that hash is a prefix of today's digest; otherwise
 the hardware changed since it was measured (or it records none) and it is stale. The
-digest covers what determines the RTL (hw/src/**/*.scala, build.sc, pins.toml), not the
+digest covers what determines the RTL (hw/src/**/*.scala, build.sc, the Chisel and Mill
+pins), not the
 benches' Python: a bench whose measuring changed must be rerun even if this says current.
 A plot (`.png`) shares the state of the JSON it was drawn with.
 """
@@ -88,7 +89,7 @@ def render(entries: list[Entry], current: str, rel=str) -> str:
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, width)) + "  " + r[3] for r in rows]
     stale = sorted({e.command for e in entries if e.state != "current"})
     lines.append(f"\nhardware sources now: {current[:SHORTEST_HASH]} (sha256 of hw/src/**/*.scala, build.sc, "
-                 f"pins.toml: hw.hw_sources_digest)")
+                 f"the Chisel and Mill pins: hw.hw_sources_digest)")
     if stale:
         lines.append(f"{sum(e.state != 'current' for e in entries)} of {len(entries)} files not current; "
                      f"run: {'; '.join(stale)}")

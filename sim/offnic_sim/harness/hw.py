@@ -38,12 +38,18 @@ def digest(*parts: object) -> str:
 
 
 def hw_sources_digest() -> str:
-    """Hash of everything that determines the generated RTL."""
-    files = sorted((ROOT / "hw" / "src").rglob("*.scala")) + [ROOT / "build.sc", ROOT / "pins.toml"]
+    """Hash of everything that determines the generated RTL: the Chisel sources, build.sc,
+    and the Chisel and Mill pins (not the rest of pins.toml: a new tool for the driver or
+    the firmware does not change the hardware, nor stale what was measured on it)."""
+    files = sorted((ROOT / "hw" / "src").rglob("*.scala")) + [ROOT / "build.sc"]
     h = hashlib.sha256()
     for f in files:
         h.update(str(f.relative_to(ROOT)).encode())
         h.update(f.read_bytes())
+    with open(ROOT / "pins.toml", "rb") as f:
+        pins = tomllib.load(f)
+    h.update(b"pins.toml")
+    h.update(repr({k: pins[k] for k in ("chisel", "mill")}).encode())
     return h.hexdigest()
 
 

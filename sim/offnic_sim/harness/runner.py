@@ -196,21 +196,24 @@ def run_cocotb(
     bench: dict | None = None,
     fast: bool | str = False,
     internals: bool = False,
+    seed: int | None = None,
 ) -> None:
     """Run the cocotb tests of `test_module` (a bench's `__name__`) on `design`.
 
     `bench` (JSON-serialisable) reaches the cocotb tests through bench_config(). `fast`:
     run on the fast harness's model (the design inside nic_fast_top, sim/fastsim);
     FAST_GPI_CLOCKS or FAST_PUBLIC: one of its variants (above). `internals`: the test
-    reaches signals inside the design, not only its ports (PORTS_ONLY_ARGS).
-    Fails (AssertionError) if any cocotb test fails or none ran; the message carries the
+    reaches signals inside the design, not only its ports (PORTS_ONLY_ARGS). `seed`: a
+    pinned seed (a regression test replaying the run that found a bug), else OFFNIC_SEED
+    or a random one. Fails (AssertionError) if any cocotb test fails or none ran; the message carries the
     seed and how to replay it.
     """
     from cocotb_tools.check_results import get_results
     from cocotb_tools.runner import get_runner
 
     m = model(design, fast, internals)
-    seed = int(os.environ.get("OFFNIC_SEED") or random.SystemRandom().randrange(1 << 31))
+    if seed is None:
+        seed = int(os.environ.get("OFFNIC_SEED") or random.SystemRandom().randrange(1 << 31))
     node = os.environ.get("PYTEST_CURRENT_TEST", test_module).split(" ")[0]
     run_dir = _run_dir(node)
     results = run_dir / "results.xml"

@@ -117,7 +117,8 @@ class TxEngine(val p: NicParams, cacheBytes: Long) extends Module {
   private val pktStart = Reg(UInt(TxRamAddrBits.W))
   private val pktSlot = Reg(UInt(sb.W))
 
-  // A queue that could not go on waits until its cache or its port changes.
+  // A queue that could not go on waits until its cache or its port changes (a change in the
+  // cycle it decides to wait counts too).
   private val waitAvail = Reg(Vec(nq, UInt(availW.W)))
   private val waiting = RegInit(VecInit(Seq.fill(nq)(false.B)))
   for (i <- 0 until nq) {
@@ -252,7 +253,9 @@ class TxEngine(val p: NicParams, cacheBytes: Long) extends Module {
       val start = Mux(atHead, rh, 0.U)
       val fits = refuse || insert || atHead || atZero
       when(!fits) {
-        waiting(q) := true.B
+        // A packet of this port freed in this very cycle is the change it would wait for:
+        // waiting then would never end (the port empties, the cache stays full).
+        waiting(q) := !freed(port)
         waitAvail(q) := queues.avail(q)
         state := S.Idle
       }.otherwise {
