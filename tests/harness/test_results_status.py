@@ -1,6 +1,7 @@
-"""`./offnic results`: a results file is current only when the hash it records is today's
-hardware digest (16 hex digits or all 64), its plot goes with it, and the exit status
-says whether anything is stale. The committed results/ are listed whole, but their being
+"""`./offnic results`: a results file is current only when the designs it records
+elaborate today to the same RTL (or, for an older file, when the hash it records is
+today's hardware digest: 16 hex digits or all 64), its plot goes with it, and the exit
+status says whether anything is stale. The committed results/ are listed whole, but their being
 stale does not fail the suite (regenerating them is a bench run, not a test)."""
 import json
 
@@ -46,6 +47,25 @@ def test_all_current_exits_zero(tmp_path, capsys):
     assert "all 3 files current" in capsys.readouterr().out
     # the hardware changes: every file is stale
     assert results_status.main([], results_dir=tmp_path, current=OLD) == 1
+
+
+def test_judged_by_the_rtl_of_the_designs_measured(tmp_path):
+    """A file naming its designs is current when each one's RTL is today's, whatever the
+    hardware sources' digest says; one changed design of several makes it stale."""
+    nic = {"top": "nic.Nic", "params": {"addr_bits": "24", "board_id": "0"}, "rtl_sha256": "11" * 32}
+    toe = {"top": "toe.TcpOffload", "params": {"connections": "4096"}, "rtl_sha256": "22" * 32}
+    write(tmp_path, "bench-base.json", [{"hw_sources_sha256": OLD[:16], "rtl_designs": [nic]}])
+    write(tmp_path, "bench-toe.json", [{"hw_sources_sha256": OLD, "rtl_designs": [nic, toe]}])
+    asked = []
+
+    def rtl_of(recs):
+        asked.append(len(recs))
+        return {hw.Design.of("nic.Nic", addr_bits=24, board_id=0): "11" * 32,
+                hw.Design.of("toe.TcpOffload", connections=4096): "33" * 32}
+    got = {e.path.name: e for e in results_status.status(tmp_path, NOW, rtl_of)}
+    assert got["bench-base.json"].state == "current" and got["bench-toe.json"].state == "stale"
+    assert got["bench-base.json"].recorded.startswith("rtl 1111")
+    assert asked == [3]  # every file's designs, asked for at once (one elaboration)
 
 
 def test_committed_results_are_listed(capsys):

@@ -343,7 +343,7 @@ def main(args: list[str], simulate, rel=str) -> int:
     recs = records(fig3, prefixes, run, narrow or None, sens)
     head = {"command": " ".join(["./offnic", "bench", "cache", *args]), "seed": run["seed"],
             "trace_seed": a.trace_seed, "replay": " ".join([f"OFFNIC_SEED={run['seed']}", "./offnic", "bench", "cache", *args]),
-            "hw_sources_sha256": run.get("hw_sources_sha256"), "sim_wall_s": round(sim_wall, 1),
+            "hw_sources_sha256": run.get("hw_sources_sha256"), "rtl_designs": run.get("rtl_designs"), "sim_wall_s": round(sim_wall, 1),
             "sim_us": round(run["sim_ns"] / 1000, 1), "wall_s": round(time.monotonic() - t0, 1),
             "host_latency_ns": run.get("host_latency_ns"),
             "dram_model": run.get("dram_model"), "dram_counts": run.get("dram_counts"),

@@ -88,7 +88,7 @@ def main(args: list[str], simulate, rel=str) -> int:
     recs = list(run["tx"]) + list(run.get("rx", []))
     recs[0] = {"command": " ".join(["./offnic", "bench", "frag", *args]), "seed": run["seed"],
                "replay": f"OFFNIC_SEED={run['seed']} ./offnic bench frag {' '.join(args)}".strip(),
-               "hw_sources_sha256": run.get("hw_sources_sha256"), "sim_us": round(run["sim_ns"] / 1000, 1),
+               "hw_sources_sha256": run.get("hw_sources_sha256"), "rtl_designs": run.get("rtl_designs"), "sim_us": round(run["sim_ns"] / 1000, 1),
                **recs[0]}
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(recs, indent=1) + "\n")

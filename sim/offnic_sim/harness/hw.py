@@ -147,6 +147,26 @@ def elaborate(designs: list[Design], root: Path | None = None) -> list[Rtl]:
     return [Rtl(o, (o / "top_module").read_text().strip()) for o in outs]
 
 
+def rtl_digest(rtl: Rtl) -> str:
+    """Hash of a design's generated SystemVerilog (its files' names and text): exactly the
+    hardware a bench measured. Unlike `hw_sources_digest`, a change elsewhere in hw/src
+    (another block, a board top level) leaves it alone."""
+    h = hashlib.sha256()
+    for f in sorted(rtl.files, key=lambda p: p.name):
+        h.update(f.name.encode())
+        h.update(b"\0")
+        h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+def rtl_record(designs: list[Design], rtls: list[Rtl] | None = None) -> list[dict]:
+    """What a results file records of the designs it measured (`./offnic results` compares
+    it with today's): generator, parameters and `rtl_digest`. `rtls`: their RTL if already
+    elaborated (elsewhere than build/rtl), else they are elaborated here (cached)."""
+    rtls = rtls if rtls is not None else elaborate(designs)
+    return [{"top": d.top, "params": dict(d.params), "rtl_sha256": rtl_digest(r)} for d, r in zip(designs, rtls)]
+
+
 def load_config(name: str) -> list[Design]:
     """The designs of a named configuration, hw/configs/NAME.toml."""
     path = CONFIGS / f"{name}.toml"

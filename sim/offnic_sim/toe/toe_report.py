@@ -101,7 +101,11 @@ def main(args: list[str], rel=str) -> int:
     work = hw.BUILD / "bench-toe"
     work.mkdir(parents=True, exist_ok=True)
 
+    measured: list[Design] = []
+
     def run(label: str, design, testcase: str, **cfg) -> dict:
+        if design not in measured:
+            measured.append(design)
         f = work / f"{label}.json"
         f.unlink(missing_ok=True)
         print(f"[offnic] bench toe: {label}", flush=True)
@@ -170,6 +174,7 @@ def main(args: list[str], rel=str) -> int:
                      "designs": json.loads(synth.read_text())})
     recs[0]["wall_s"] = round(time.monotonic() - t0, 1)
     out.parent.mkdir(parents=True, exist_ok=True)
+    recs[0]["rtl_designs"] = hw.rtl_record(measured)
     out.write_text(json.dumps(recs, indent=1) + "\n")
     png = out.with_suffix(".png")
     plot(recs, png)
