@@ -23,7 +23,8 @@ int offnic_get_moderation(const struct offnic_hw *hw, int kind, u32 q, u32 *coun
 {
 	if (q >= hw->n_cqs[kind])
 		return OFFNIC_ERR_RANGE;
-	*count = offnic_rd(hw, offnic_cq_reg(hw, kind, q, OFFNIC_RB_TX_CQS_ENT_MOD_COUNT)) & FIELD_MAX_16;
+	*count = offnic_rd(hw, offnic_cq_reg(hw, kind, q, OFFNIC_RB_TX_CQS_ENT_MOD_COUNT)) &
+		 FIELD_MAX_16;
 	*usecs = offnic_rd(hw, offnic_cq_reg(hw, kind, q, OFFNIC_RB_TX_CQS_ENT_MOD_TIME_US)) &
 		 FIELD_MAX_16;
 	return OFFNIC_OK;
@@ -37,7 +38,8 @@ int offnic_rss_set_key(const struct offnic_hw *hw, const u8 *key)
 	if (!hw->rss)
 		return OFFNIC_ERR_MISSING;
 	for (i = 0; i < OFFNIC_RSS_KEY_BYTES / 4; i++)
-		offnic_wr(hw, hw->rss + OFFNIC_RB_RSS_REG_KEY_0 + 4 * i, offnic_rss_key_word(key, i));
+		offnic_wr(hw, hw->rss + OFFNIC_RB_RSS_REG_KEY_0 + 4 * i,
+			  offnic_rss_key_word(key, i));
 	return OFFNIC_OK;
 }
 

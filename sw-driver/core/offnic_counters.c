@@ -59,10 +59,10 @@ const struct offnic_counter_def offnic_counter_defs[] = {
 	DEV("nic_reasm_post_dropped", REASM, POST_DROPPED, 0),
 };
 
-const unsigned int offnic_n_counter_defs = sizeof(offnic_counter_defs) /
-					   sizeof(offnic_counter_defs[0]);
+const unsigned int offnic_n_counter_defs = ARRAY_SIZE(offnic_counter_defs);
 
-static unsigned int n_port_defs(void)
+/* How many of offnic_counter_defs are per port (they come first) */
+unsigned int offnic_counters_n_port_defs(void)
 {
 	unsigned int i = 0;
 
@@ -73,7 +73,7 @@ static unsigned int n_port_defs(void)
 
 unsigned int offnic_counters_n_values(const struct offnic_hw *hw)
 {
-	unsigned int per_port = n_port_defs();
+	unsigned int per_port = offnic_counters_n_port_defs();
 
 	return hw->n_ports * per_port + offnic_n_counter_defs - per_port;
 }
@@ -81,7 +81,7 @@ unsigned int offnic_counters_n_values(const struct offnic_hw *hw)
 static const struct offnic_counter_def *value_def(const struct offnic_hw *hw, unsigned int i,
 						  u32 *port)
 {
-	unsigned int per_port = n_port_defs();
+	unsigned int per_port = offnic_counters_n_port_defs();
 
 	if (i < hw->n_ports * per_port) {
 		*port = i / per_port;

@@ -52,7 +52,7 @@ static const struct known_block *find_known(u32 type)
 {
 	unsigned int i;
 
-	for (i = 0; i < sizeof(known_blocks) / sizeof(known_blocks[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(known_blocks); i++)
 		if (known_blocks[i].type == type)
 			return &known_blocks[i];
 	return NULL;
@@ -131,7 +131,7 @@ static u32 clamp_count(u32 v, u32 max)
  * Discover the function: walk the chain, find the blocks the driver needs and read
  * the sizes this build has. bar_len bounds the walk.
  */
-int offnic_probe(struct offnic_hw *hw, const struct offnic_os_ops *ops, void *ctx, u32 bar_len)
+int offnic_hw_probe(struct offnic_hw *hw, const struct offnic_os_ops *ops, void *ctx, u32 bar_len)
 {
 	static const u32 needed_types[] = {
 		OFFNIC_RB_TX_QUEUES_TYPE, OFFNIC_RB_RX_QUEUES_TYPE, OFFNIC_RB_TX_CQS_TYPE,
@@ -149,11 +149,12 @@ int offnic_probe(struct offnic_hw *hw, const struct offnic_os_ops *ops, void *ct
 	if (err)
 		return err;
 	if (hw->blocks[0].type != OFFNIC_RB_DEVICE_ID_TYPE) {
-		offnic_log(hw, OFFNIC_LOG_ERR, "BAR0 offset 0 holds block type 0x%08x, not device_id\n",
+		offnic_log(hw, OFFNIC_LOG_ERR,
+			   "BAR0 offset 0 holds block type 0x%08x, not device_id\n",
 			   hw->blocks[0].type);
 		return OFFNIC_ERR_MISSING;
 	}
-	for (i = 0; i < sizeof(needed_types) / sizeof(needed_types[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(needed_types); i++) {
 		if (!first_of_type(hw, needed_types[i])) {
 			offnic_log(hw, OFFNIC_LOG_ERR, "no register block of type 0x%08x (%s)\n",
 				   needed_types[i], offnic_block_name(needed_types[i]));

@@ -80,7 +80,7 @@ static inline void offnic_wr(const struct offnic_hw *hw, u32 offset, u32 value)
 
 /* discovery (offnic_hw.c) */
 int offnic_walk_chain(struct offnic_hw *hw);
-int offnic_probe(struct offnic_hw *hw, const struct offnic_os_ops *ops, void *ctx, u32 bar_len);
+int offnic_hw_probe(struct offnic_hw *hw, const struct offnic_os_ops *ops, void *ctx, u32 bar_len);
 const char *offnic_block_name(u32 type);
 
 /* rings and queues (offnic_queues.c) */
@@ -140,6 +140,7 @@ extern const unsigned int offnic_n_counter_defs;
  * what each moved since its last read. n_values() slots: the per-port counters of
  * port p at p * n_port_defs + i, then the device-wide ones.
  */
+unsigned int offnic_counters_n_port_defs(void);
 unsigned int offnic_counters_n_values(const struct offnic_hw *hw);
 const char *offnic_counter_value_name(const struct offnic_hw *hw, unsigned int i, u32 *port);
 void offnic_counters_update(const struct offnic_hw *hw, u32 *last, u64 *total);

@@ -9,22 +9,25 @@
 #define OFFNIC_OS_H
 
 #ifdef __KERNEL__
+#include <linux/kernel.h>
 #include <linux/types.h>
 #include <linux/string.h>
 #include <linux/stdarg.h>
 #include <linux/compiler.h>
+#include <asm/barrier.h>
+/* Order a record's phase bit, read first, before its other bytes (the NIC writes both) */
+#define offnic_dma_rmb() dma_rmb()
 #else
+/* user space: the core/Makefile defines __printf(a, b) */
 #include <stdarg.h>
 #include <stddef.h>
-#include <stdint.h>
 #include <string.h>
-typedef uint8_t u8;
-typedef uint16_t u16;
-typedef uint32_t u32;
-typedef uint64_t u64;
-#ifndef __printf
-#define __printf(a, b) __attribute__((format(printf, a, b)))
-#endif
+typedef unsigned char u8;
+typedef unsigned short u16;
+typedef unsigned int u32;
+typedef unsigned long long u64;
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define offnic_dma_rmb() __atomic_thread_fence(__ATOMIC_ACQUIRE)
 #endif
 
 enum offnic_log_level {

@@ -33,7 +33,8 @@ int offnic_ring_alloc(const struct offnic_hw *hw, struct offnic_ring *r, unsigne
 void offnic_ring_free(const struct offnic_hw *hw, struct offnic_ring *r)
 {
 	if (r->cpu)
-		hw->ops->dma_free(hw->ctx, (size_t)OFFNIC_RECORD_BYTES << r->log_size, r->cpu, r->dma);
+		hw->ops->dma_free(hw->ctx, (size_t)OFFNIC_RECORD_BYTES << r->log_size, r->cpu,
+				  r->dma);
 	r->cpu = NULL;
 }
 
@@ -186,7 +187,8 @@ void offnic_cq_done(const struct offnic_hw *hw, int kind, u32 q, u16 cons, int a
 {
 	offnic_wr(hw, offnic_cq_reg(hw, kind, q, CQ(CONS)), cons);
 	if (arm)
-		offnic_wr(hw, offnic_cq_reg(hw, kind, q, CQ(ARM)), OFFNIC_RB_TX_CQS_ENT_ARM_ARM_MASK);
+		offnic_wr(hw, offnic_cq_reg(hw, kind, q, CQ(ARM)),
+			  OFFNIC_RB_TX_CQS_ENT_ARM_ARM_MASK);
 }
 
 void offnic_eq_done(const struct offnic_hw *hw, u32 k, u16 cons, int arm)
@@ -202,19 +204,21 @@ void offnic_eq_done(const struct offnic_hw *hw, u32 k, u16 cons, int arm)
  */
 int offnic_msix_set(const struct offnic_hw *hw, u32 k, u64 addr, u32 data, int masked)
 {
+	u32 at;
+
 	if (k >= hw->n_msix)
 		return OFFNIC_ERR_RANGE;
-	offnic_wr(hw, hw->msix + OFFNIC_RB_MSIX_ENT(k, OFFNIC_RB_MSIX_ENT_ADDR_LO), (u32)addr);
-	offnic_wr(hw, hw->msix + OFFNIC_RB_MSIX_ENT(k, OFFNIC_RB_MSIX_ENT_ADDR_HI), (u32)(addr >> 32));
-	offnic_wr(hw, hw->msix + OFFNIC_RB_MSIX_ENT(k, OFFNIC_RB_MSIX_ENT_DATA), data);
-	offnic_wr(hw, hw->msix + OFFNIC_RB_MSIX_ENT(k, OFFNIC_RB_MSIX_ENT_CONTROL), masked ? 1 : 0);
+	at = hw->msix + OFFNIC_RB_MSIX_ENT(k, 0);
+	offnic_wr(hw, at + OFFNIC_RB_MSIX_ENT_ADDR_LO, (u32)addr);
+	offnic_wr(hw, at + OFFNIC_RB_MSIX_ENT_ADDR_HI, (u32)(addr >> 32));
+	offnic_wr(hw, at + OFFNIC_RB_MSIX_ENT_DATA, data);
+	offnic_wr(hw, at + OFFNIC_RB_MSIX_ENT_CONTROL, masked ? 1 : 0);
 	return OFFNIC_OK;
 }
 
 /*
  * The completion at the ring's consumer index if it is new: 1 and *c filled (the
- * caller advances cons once it handled it); 0 when there is none. The caller reads memory the NIC writes: it orders
- * the phase bit's read before the record's (dma_rmb() in Linux) where needed.
+ * caller advances cons once it handled it); 0 when there is none.
  */
 int offnic_cq_next(const struct offnic_ring *r, struct offnic_cpl *c)
 {
@@ -222,6 +226,7 @@ int offnic_cq_next(const struct offnic_ring *r, struct offnic_cpl *c)
 
 	if (!offnic_is_new(rec, r->cons, r->log_size))
 		return 0;
+	offnic_dma_rmb();
 	offnic_cpl_unpack(rec, c);
 	return 1;
 }
@@ -232,6 +237,7 @@ int offnic_eq_next(const struct offnic_ring *r, struct offnic_event *e)
 
 	if (!offnic_is_new(rec, r->cons, r->log_size))
 		return 0;
+	offnic_dma_rmb();
 	offnic_event_unpack(rec, e);
 	return 1;
 }
