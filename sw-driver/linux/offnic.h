@@ -121,6 +121,7 @@ struct offnic_adapter {
 	struct net_device napi_dev;
 	struct offnic_rxq *rxq;
 	u32 n_rxq;
+	bool rx_up;
 	unsigned int rx_ring_log;
 	unsigned int rx_buf_order;
 	u32 rx_users;

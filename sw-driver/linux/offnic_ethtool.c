@@ -116,9 +116,12 @@ static int offnic_set_ringparam(struct net_device *ndev, struct ethtool_ringpara
 			 OFFNIC_MAX_RING_LOG);
 	if (tx_log != priv->tx_ring_log) {
 		if (priv->up) {
+			netif_tx_disable(ndev);
 			offnic_tx_down(priv);
 			priv->tx_ring_log = tx_log;
 			err = offnic_tx_up(priv);
+			if (!err)
+				netif_tx_start_all_queues(ndev);
 		} else {
 			priv->tx_ring_log = tx_log;
 		}

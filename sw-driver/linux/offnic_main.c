@@ -312,6 +312,14 @@ static int offnic_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		return -ENODEV;
 	}
 	ad->n_rxq = hw->n_queues[OFFNIC_RX];
+	ad->rxq = devm_kcalloc(&pdev->dev, ad->n_rxq, sizeof(*ad->rxq), GFP_KERNEL);
+	if (!ad->rxq)
+		return -ENOMEM;
+	for (p = 0; p < ad->n_rxq; p++) {
+		ad->rxq[p].ad = ad;
+		ad->rxq[p].n = p;
+		u64_stats_init(&ad->rxq[p].syncp);
+	}
 	ad->rx_ring_log = OFFNIC_DEFAULT_RING_LOG;
 	ad->wire_mtu = clamp_t(u32, wire_mtu, ETH_MIN_MTU, 9000);
 	netdev_rss_key_fill(ad->rss_key, sizeof(ad->rss_key));

@@ -110,7 +110,7 @@ static void offnic_get_stats64(struct net_device *ndev, struct rtnl_link_stats64
 	unsigned int start;
 	u32 i;
 
-	for (i = 0; priv->txq && i < priv->n_txq; i++) {
+	for (i = 0; i < priv->n_txq; i++) {
 		struct offnic_txq *txq = &priv->txq[i];
 		u64 packets, bytes, errors;
 
@@ -124,7 +124,7 @@ static void offnic_get_stats64(struct net_device *ndev, struct rtnl_link_stats64
 		s->tx_bytes += bytes;
 		s->tx_errors += errors;
 	}
-	for (i = 0; ad->rxq && i < ad->n_rxq; i++) {
+	for (i = 0; i < ad->n_rxq; i++) {
 		struct offnic_rxq *rxq = &ad->rxq[i];
 		struct offnic_rx_port_stats st;
 
@@ -157,6 +157,7 @@ int offnic_netdev_create(struct offnic_adapter *ad, u32 port)
 	struct offnic_priv *priv;
 	struct net_device *ndev;
 	int err;
+	u32 i;
 
 	ndev = alloc_etherdev_mqs(sizeof(*priv), per_port, ad->n_rxq);
 	if (!ndev)
@@ -169,6 +170,18 @@ int offnic_netdev_create(struct offnic_adapter *ad, u32 port)
 	priv->txq_base = port * per_port;
 	priv->n_txq = per_port;
 	priv->tx_ring_log = OFFNIC_DEFAULT_RING_LOG;
+	/* the queues' state and counters live as long as the netdev; rings only while up */
+	priv->txq = kcalloc(per_port, sizeof(*priv->txq), GFP_KERNEL);
+	if (!priv->txq) {
+		free_netdev(ndev);
+		return -ENOMEM;
+	}
+	for (i = 0; i < per_port; i++) {
+		priv->txq[i].priv = priv;
+		priv->txq[i].n = priv->txq_base + i;
+		priv->txq[i].index = i;
+		u64_stats_init(&priv->txq[i].syncp);
+	}
 
 	ndev->netdev_ops = &offnic_netdev_ops;
 	offnic_set_ethtool_ops(ndev);
@@ -188,6 +201,7 @@ int offnic_netdev_create(struct offnic_adapter *ad, u32 port)
 	offnic_port_quiet(priv);
 	err = register_netdev(ndev);
 	if (err) {
+		kfree(priv->txq);
 		free_netdev(ndev);
 		return err;
 	}
@@ -201,5 +215,6 @@ void offnic_netdev_destroy(struct offnic_adapter *ad, u32 port)
 
 	unregister_netdev(ndev);
 	ad->ndev[port] = NULL;
+	kfree(offnic_priv(ndev)->txq);
 	free_netdev(ndev);
 }

@@ -254,8 +254,9 @@ void offnic_rx_down(struct offnic_adapter *ad)
 {
 	u32 i;
 
-	if (!ad->rxq)
+	if (!ad->rx_up)
 		return;
+	ad->rx_up = false;
 	if (ad->hw.reasm)
 		offnic_reasm_enable(&ad->hw, 0);
 	for (i = 0; i < ad->n_rxq; i++) {
@@ -268,8 +269,6 @@ void offnic_rx_down(struct offnic_adapter *ad)
 		offnic_cq_teardown(ad, &rxq->cq);
 		offnic_rxq_free(rxq);
 	}
-	kfree(ad->rxq);
-	ad->rxq = NULL;
 }
 
 /* The RX queues, their completion queues and buffers; RSS over them; reassembly on */
@@ -282,15 +281,10 @@ int offnic_rx_up(struct offnic_adapter *ad)
 	u32 i, p;
 
 	ad->rx_buf_order = frame > PAGE_SIZE ? get_order(frame) : 0;
-	ad->rxq = kcalloc(ad->n_rxq, sizeof(*ad->rxq), GFP_KERNEL);
-	if (!ad->rxq)
-		return -ENOMEM;
+	ad->rx_up = true;
 	for (i = 0; i < ad->n_rxq; i++) {
 		struct offnic_rxq *rxq = &ad->rxq[i];
 
-		rxq->ad = ad;
-		rxq->n = i;
-		u64_stats_init(&rxq->syncp);
 		rxq->bufs = kvcalloc(size, sizeof(*rxq->bufs), GFP_KERNEL);
 		if (!rxq->bufs)
 			goto fail;

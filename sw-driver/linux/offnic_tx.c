@@ -227,8 +227,6 @@ void offnic_tx_down(struct offnic_priv *priv)
 	struct offnic_adapter *ad = priv->ad;
 	u32 i;
 
-	if (!priv->txq)
-		return;
 	for (i = 0; i < priv->n_txq; i++) {
 		struct offnic_txq *txq = &priv->txq[i];
 
@@ -242,8 +240,6 @@ void offnic_tx_down(struct offnic_priv *priv)
 		offnic_txq_free(txq);
 		netdev_tx_reset_queue(netdev_get_tx_queue(priv->ndev, i));
 	}
-	kfree(priv->txq);
-	priv->txq = NULL;
 }
 
 int offnic_tx_up(struct offnic_priv *priv)
@@ -253,16 +249,9 @@ int offnic_tx_up(struct offnic_priv *priv)
 	int err = -ENOMEM;
 	u32 i;
 
-	priv->txq = kcalloc(priv->n_txq, sizeof(*priv->txq), GFP_KERNEL);
-	if (!priv->txq)
-		return -ENOMEM;
 	for (i = 0; i < priv->n_txq; i++) {
 		struct offnic_txq *txq = &priv->txq[i];
 
-		txq->priv = priv;
-		txq->n = priv->txq_base + i;
-		txq->index = i;
-		u64_stats_init(&txq->syncp);
 		txq->slots = kvcalloc(size, sizeof(*txq->slots), GFP_KERNEL);
 		if (!txq->slots)
 			goto fail;
