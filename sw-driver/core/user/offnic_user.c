@@ -36,3 +36,49 @@ unsigned int offnic_user_sizeof(int what)
 		return 0;
 	}
 }
+
+/* The header's inline ring arithmetic, exported for bindings */
+u16 offnic_user_idx_add(u16 i, u32 n)
+{
+	return offnic_idx_add(i, n);
+}
+
+u32 offnic_user_used(u16 prod, u16 cons)
+{
+	return offnic_used(prod, cons);
+}
+
+u32 offnic_user_free(u16 prod, u16 cons, unsigned int log_size)
+{
+	return offnic_free(prod, cons, log_size);
+}
+
+int offnic_user_is_empty(u16 prod, u16 cons)
+{
+	return offnic_is_empty(prod, cons);
+}
+
+int offnic_user_is_full(u16 prod, u16 cons, unsigned int log_size)
+{
+	return offnic_is_full(prod, cons, log_size);
+}
+
+u32 offnic_user_slot(u16 i, unsigned int log_size)
+{
+	return offnic_slot(i, log_size);
+}
+
+u32 offnic_user_record_offset(u16 i, unsigned int log_size)
+{
+	return offnic_record_offset(i, log_size);
+}
+
+unsigned int offnic_user_phase_of(u16 i, unsigned int log_size)
+{
+	return offnic_phase_of(i, log_size);
+}
+
+int offnic_user_is_new(const u8 *rec, u16 cons, unsigned int log_size)
+{
+	return offnic_is_new(rec, cons, log_size);
+}
