@@ -4,7 +4,8 @@
 a file lock: parallel pytest workers build it once). `Core` gives the core an OS layer
 in Python: 32-bit register reads and writes go to the callables given (a register model,
 or the simulated NIC's BAR0), DMA memory is host memory of this process (its address is
-the bus address), log lines go to a logger.
+the bus address) unless `dma_alloc` hands out (cpu pointer, bus address) pairs of another
+memory (the fast harness's host memory), log lines go to a logger.
 
     core = Core(read32=bar.read, write32=bar.write, bar_len=1 << 24)
     assert core.probe() == 0
@@ -190,7 +191,8 @@ class Core:
     """One driver-core instance (struct offnic_hw) with a Python OS layer."""
 
     def __init__(self, read32: Callable[[int], int], write32: Callable[[int, int], None],
-                 bar_len: int = 1 << 24, log: logging.Logger | None = None):
+                 bar_len: int = 1 << 24, log: logging.Logger | None = None,
+                 dma_alloc: Callable[[int], tuple[int, int]] | None = None):
         self.lib = load()
         self.bar_len = bar_len
         self.log = log or logging.getLogger("offnic.core")
@@ -203,6 +205,9 @@ class Core:
             self.log.log(logging.ERROR if level <= 3 else logging.INFO, "core: %s", text)
 
         def _alloc(_ctx, size, dma_out):
+            if dma_alloc is not None:  # the caller's host memory: (cpu pointer, bus address)
+                cpu, dma_out[0] = dma_alloc(size)
+                return cpu
             buf = (ctypes.c_char * (size + 4096))()
             addr = (ctypes.addressof(buf) + 4095) & ~4095
             self.dma[addr] = buf
