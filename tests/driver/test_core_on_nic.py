@@ -33,6 +33,24 @@ def ones_sum(data: bytes) -> int:
     return s
 
 
+def udp_frame(rng, size: int) -> tuple[bytes, bytes]:
+    """A UDP/IPv4 frame of `size` bytes as Linux hands it over with CHECKSUM_PARTIAL (the
+    UDP checksum field holding the pseudo-header's sum), and as it must leave the NIC
+    (the full UDP checksum; 0 is sent as 0xFFFF)."""
+    size = max(size, 42)
+    src, dst = rng.randbytes(4), rng.randbytes(4)
+    udp_len = size - 34
+    ip = bytearray(b"\x45\x00" + (size - 14).to_bytes(2, "big") + b"\x00\x01\x00\x00\x40\x11\x00\x00" + src + dst)
+    ip[10:12] = (~ones_sum(bytes(ip)) & 0xFFFF).to_bytes(2, "big")
+    payload = rng.randbytes(udp_len - 8)
+    udp = rng.randbytes(4) + udp_len.to_bytes(2, "big")
+    pseudo = ones_sum(src + dst + b"\x00\x11" + udp_len.to_bytes(2, "big"))
+    head = MAC + b"\x02\x00\x00\x00\x00\x02\x08\x00" + bytes(ip)
+    partial = head + udp + pseudo.to_bytes(2, "big") + payload
+    full = ~ones_sum(src + dst + b"\x00\x11" + udp_len.to_bytes(2, "big") + udp + b"\0\0" + payload) & 0xFFFF
+    return partial, head + udp + (full or 0xFFFF).to_bytes(2, "big") + payload
+
+
 class CoreHost:
     """The core on the fast harness: MMIO through FastBar, DMA in the harness's memory."""
 
@@ -68,22 +86,25 @@ async def core_drives_nic(dut):
     tb.lib.lib.fastsim_set_sizes(1, 2)   # MPS 256, MRRS 512, as the OS would set them
     host = CoreHost(tb)
     core, lib, h = host.core, host.lib, host.h
-    vectors = tb.rc.msi_alloc_vectors(1)
+    vectors = tb.rc.msi_alloc_vectors(2)
     state = {}
 
     @bridge
     def bring_up():
         assert core.probe() == 0, core.lines
         hw = core.hw
-        eq = core.ring_alloc(4)
-        assert lib.offnic_eq_open(h, 0, ctypes.byref(eq)) == 0
-        assert lib.offnic_msix_set(h, 0, vectors[0].addr, vectors[0].data, 0) == 0
-        lib.offnic_eq_done(h, 0, eq.cons, 1)
+        eqs = []
+        for k in range(2):   # event queue k raises vector k
+            eq = core.ring_alloc(4)
+            assert lib.offnic_eq_open(h, k, ctypes.byref(eq)) == 0
+            assert lib.offnic_msix_set(h, k, vectors[k].addr, vectors[k].data, 0) == 0
+            lib.offnic_eq_done(h, k, eq.cons, 1)
+            eqs.append(eq)
         rings_ = {}
         for kind in (TX, RX):
             for q in range(2):
                 cq, ring = core.ring_alloc(LOG), core.ring_alloc(LOG)
-                assert lib.offnic_cq_open(h, kind, q, ctypes.byref(cq), 0, 1, 0) == 0
+                assert lib.offnic_cq_open(h, kind, q, ctypes.byref(cq), q, 1, 0) == 0
                 lib.offnic_cq_done(h, kind, q, cq.cons, 1)
                 assert lib.offnic_queue_open(h, kind, q, ctypes.byref(ring), q) == 0
                 rings_[kind, q] = (cq, ring)
@@ -101,37 +122,38 @@ async def core_drives_nic(dut):
             lib.offnic_queue_doorbell(h, RX, port, ring.prod)
         names, last, total = core.counters()
         lib.offnic_counters_update(h, last, total)
-        state.update(eq=eq, rings=rings_, bufs=bufs, counters=(names, last, total), n_ports=hw.n_ports,
+        state.update(eqs=eqs, rings=rings_, bufs=bufs, counters=(names, last, total), n_ports=hw.n_ports,
                      blocks=core.blocks())
 
     await bring_up()
-    eq, rings_, bufs = state["eq"], state["rings"], state["bufs"]
+    eqs, rings_, bufs = state["eqs"], state["rings"], state["bufs"]
     assert state["n_ports"] == 2
     assert sum(1 for *_, known in state["blocks"] if known) == len(state["blocks"]), \
         "the core does not know a block this NIC has"
 
     events = {}
 
-    def drain_events() -> None:
-        """Take every new event; each must name an open completion queue."""
-        ev = drvcore.Event()
-        n = 0
+    def drain_events(k: int) -> None:
+        """Take every new event of event queue k; each must name an open completion
+        queue that reports to k."""
+        eq, ev, n = eqs[k], drvcore.Event(), 0
         while lib.offnic_eq_next(ctypes.byref(eq), ctypes.byref(ev)):
-            assert (ev.type, ev.source) in rings_, f"event for {(ev.type, ev.source)}: no such queue is open"
+            assert (ev.type, ev.source) in rings_ and ev.source == k, \
+                f"event queue {k}: event for {(ev.type, ev.source)}"
             events[ev.type, ev.source] = events.get((ev.type, ev.source), 0) + 1
             eq.cons = rings.idx_add(eq.cons, 1)
             n += 1
         if n:
-            lib.offnic_eq_done(h, 0, eq.cons, 1)
+            lib.offnic_eq_done(h, k, eq.cons, 1)
 
     async def completion(kind: int, q: int) -> drvcore.Cpl:
         """The next completion of (kind, q), waiting for the interrupt if there is none yet."""
         cq, _ = rings_[kind, q]
         cpl = drvcore.Cpl()
         while not lib.offnic_cq_next(ctypes.byref(cq), ctypes.byref(cpl)):
-            await with_timeout(vectors[0].event.wait(), 100, "us")
-            vectors[0].event.clear()
-            drain_events()
+            await with_timeout(vectors[q].event.wait(), 100, "us")
+            vectors[q].event.clear()
+            drain_events(q)
         cq.cons = rings.idx_add(cq.cons, 1)
         lib.offnic_cq_done(h, kind, q, cq.cons, 1)
         return cpl
@@ -141,7 +163,9 @@ async def core_drives_nic(dut):
     for n in range(24):
         port = rng.randrange(2)
         size = rng.choice([60, 61, 64, 65, rng.randint(60, 1514), 1514])
-        frame = MAC + b"\x02\x00\x00\x00\x00\x02" + b"\x88\xb5" + rng.randbytes(size - 14)  # to our station address
+        csum = rng.random() < 0.4
+        frame, wire = (udp_frame(rng, size) if csum else
+                       (MAC + b"\x02\x00\x00\x00\x00\x02" + b"\x88\xb5" + rng.randbytes(size - 14),) * 2)
         # TX through the core: descriptors (cut in up to 3 pieces), doorbell, completion
         _, ring = rings_[TX, port]
         first = ring.prod
@@ -150,11 +174,16 @@ async def core_drives_nic(dut):
         for k, piece in enumerate(pieces):
             at = rings.slot(ring.prod, LOG) * BUF
             txbuf.write(at, piece)
-            d = drvcore.Desc(txbuf.addr + at, len(piece), 0, rings.DESC_MORE if k < len(pieces) - 1 else 0, 0, 0)
+            flags = rings.DESC_MORE if k < len(pieces) - 1 else 0
+            start_ins = (0, 0)
+            if k == 0 and csum:   # Linux's csum_start and csum_start + csum_offset
+                flags |= rings.DESC_CSUM
+                start_ins = (34, 40)
+            d = drvcore.Desc(txbuf.addr + at, len(piece), 0, flags, *start_ins)
             lib.offnic_ring_put_desc(ctypes.byref(ring), ctypes.byref(d))
         lib.offnic_queue_doorbell(h, TX, port, ring.prod)
         got = await with_timeout(tb.ports[port].recv(), 100, "us")
-        assert bytes(got[:size]) == frame, f"frame {n}: port {port} sent other bytes"
+        assert bytes(got[:size]) == wire, f"frame {n}: port {port} sent other bytes (checksum {csum})"
         cpl = await completion(TX, port)
         assert (cpl.status, cpl.queue, cpl.index, cpl.len, cpl.flags & 1) == (0, port, first, size, port), \
             (cpl.status, cpl.queue, cpl.index, cpl.len, cpl.flags)
@@ -162,12 +191,12 @@ async def core_drives_nic(dut):
 
         # RX through the core: the frame back into the same port, into the port's queue
         _, rxring = rings_[RX, port]
-        await tb.ports[port].send(frame)
+        await tb.ports[port].send(wire)
         cpl = await completion(RX, port)
         assert (cpl.status, cpl.queue, cpl.len, cpl.flags & 1) == (0, port, size, port)
-        assert cpl.flags & rings.CPL_CSUM_VALID and cpl.csum == ones_sum(frame[14:])
+        assert cpl.flags & rings.CPL_CSUM_VALID and cpl.csum == ones_sum(wire[14:])
         data = bufs[port].read(rings.slot(cpl.index, LOG) * BUF, size)
-        assert data == frame, f"frame {n}: port {port} received other bytes"
+        assert data == wire, f"frame {n}: port {port} received other bytes"
         # repost that buffer
         d = drvcore.Desc(bufs[port].addr + rings.slot(rxring.prod, LOG) * BUF, BUF, 0, 0, 0, 0)
         lib.offnic_ring_put_desc(ctypes.byref(rxring), ctypes.byref(d))
@@ -181,7 +210,8 @@ async def core_drives_nic(dut):
         return dict(zip(names, total))
 
     await Timer(2, "us")
-    drain_events()
+    for k in range(2):
+        drain_events(k)
     # moderation count 1 and every CQ re-armed after its completion: one event each
     assert events == {(kind, p): sent[p] for kind in (TX, RX) for p in range(2) if sent[p]}, (events, sent)
     c = await counters()
