@@ -135,6 +135,7 @@ struct offnic_adapter {
 
 	/* reassembly buffers (docs/frag.md) */
 	u32 n_reasm;
+	bool reasm_posted;
 	void **reasm_cpu;
 	dma_addr_t *reasm_dma;
 	spinlock_t reasm_lock;	/* the three writes of a buffer post */

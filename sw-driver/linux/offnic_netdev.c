@@ -191,8 +191,6 @@ int offnic_netdev_create(struct offnic_adapter *ad, u32 port)
 	ndev->min_mtu = ETH_MIN_MTU;
 	/* the longest TX frame the NIC takes, less its Ethernet and VLAN headers */
 	ndev->max_mtu = min_t(u32, OFFNIC_MAX_MTU, hw->max_tx_frame - ETH_HLEN - VLAN_HLEN);
-	if (!hw->reasm)	/* no reassembly: nothing larger than a wire frame comes back */
-		ndev->max_mtu = ad->wire_mtu;
 	ndev->mtu = min_t(u32, ETH_DATA_LEN, ndev->max_mtu);
 	/* no station address store on the board yet */
 	eth_hw_addr_random(ndev);

@@ -7,6 +7,7 @@
  * the NIC reassembled into its 64 KiB buffers (docs/frag.md), fixed up and delivered
  * whole.
  */
+#include <linux/delay.h>
 #include <linux/dma-mapping.h>
 #include <linux/etherdevice.h>
 #include <linux/ethtool.h>
@@ -266,8 +267,12 @@ void offnic_rx_down(struct offnic_adapter *ad)
 		if (offnic_queue_wait_idle(&ad->hw, OFFNIC_RX, rxq->n, 1000))
 			dev_warn(&ad->pdev->dev, "RX queue %u: a descriptor fetch did not end\n",
 				 rxq->n);
-		offnic_cq_teardown(ad, &rxq->cq);
-		offnic_rxq_free(rxq);
+	}
+	/* frames already on their way to a buffer: the DMA engine's writes take microseconds */
+	usleep_range(1000, 2000);
+	for (i = 0; i < ad->n_rxq; i++) {
+		offnic_cq_teardown(ad, &ad->rxq[i].cq);
+		offnic_rxq_free(&ad->rxq[i]);
 	}
 }
 
@@ -307,8 +312,10 @@ int offnic_rx_up(struct offnic_adapter *ad)
 		offnic_rss_set_table(hw, ad->rss_table, hw->rss_table_size);
 	}
 	if (ad->n_reasm) {
-		for (i = 0; i < ad->n_reasm; i++)
+		/* the NIC's pool keeps its buffers while reassembly is off: post them once */
+		for (i = 0; !ad->reasm_posted && i < ad->n_reasm; i++)
 			offnic_reasm_post(hw, i, ad->reasm_dma[i]);
+		ad->reasm_posted = true;
 		offnic_reasm_enable(hw, 1);
 	}
 	return 0;

@@ -5,6 +5,7 @@
  * command of CHECKSUM_PARTIAL in the first one, one doorbell per batch (xmit_more),
  * byte queue limits; completions cleaned by the TX completion queue's NAPI context.
  */
+#include <linux/delay.h>
 #include <linux/dma-mapping.h>
 #include <linux/netdevice.h>
 #include <linux/skbuff.h>
@@ -222,6 +223,21 @@ static void offnic_txq_free(struct offnic_txq *txq)
 	txq->slots = NULL;
 }
 
+/*
+ * Give the NIC up to 10 ms to complete what was posted (NAPI cleans it meanwhile), so
+ * no DMA read of a packet is still on its way when its buffers are unmapped.
+ */
+static void offnic_tx_drain(struct offnic_txq *txq)
+{
+	int ms;
+
+	for (ms = 0; ms < 10 && READ_ONCE(txq->clean) != txq->ring.prod; ms++)
+		usleep_range(1000, 2000);
+	if (READ_ONCE(txq->clean) != txq->ring.prod)
+		netdev_warn(txq->priv->ndev, "TX queue %u: %u descriptors not completed at close\n",
+			    txq->n, offnic_used(txq->ring.prod, READ_ONCE(txq->clean)));
+}
+
 void offnic_tx_down(struct offnic_priv *priv)
 {
 	struct offnic_adapter *ad = priv->ad;
@@ -232,6 +248,8 @@ void offnic_tx_down(struct offnic_priv *priv)
 
 		if (!txq->slots)
 			continue;
+		if (txq->cq.open)
+			offnic_tx_drain(txq);
 		offnic_queue_close(&ad->hw, OFFNIC_TX, txq->n);
 		if (offnic_queue_wait_idle(&ad->hw, OFFNIC_TX, txq->n, 1000))
 			netdev_warn(priv->ndev, "TX queue %u: a descriptor fetch did not end\n",
