@@ -7,6 +7,8 @@ harness's host memory. The driver model is not used: what is checked comes from 
 ports, the frames and the register map."""
 import ctypes
 import random
+import sys
+from pathlib import Path
 
 import cocotb
 from cocotb._bridge import bridge, resume
@@ -17,6 +19,9 @@ from offnic_sim.harness.hw import Design
 from offnic_sim.harness.runner import run_cocotb
 from offnic_sim.host import drvcore, rings
 from offnic_sim.host.drvcore import RX, TX
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "offload"))
+from rss_model import rss_result  # noqa: E402  (the RSS reference the RssHash bench uses)
 
 NIC = Design.of("nic.Nic", addr_bits=24, board_id=0)
 MAC = bytes.fromhex("020000000001")
@@ -222,6 +227,55 @@ async def core_drives_nic(dut):
     assert c["nic_rx_drop_no_desc"] == c["nic_tx_bad_desc"] == c["nic_eq_overflows"] == 0, c
     dut._log.info("core on the NIC: 24 frames each way, events %s, counters %s", events,
                   {k: v for k, v in c.items() if v})
+
+    # RSS programmed by the core: two more RX queues, a random key and table over 0..3
+    key = rng.randbytes(40)
+    table = [rng.randrange(4) for _ in range(128)]
+
+    @bridge
+    def rss_up():
+        for q in (2, 3):
+            cq, ring = core.ring_alloc(LOG), core.ring_alloc(LOG)
+            assert lib.offnic_cq_open(h, RX, q, ctypes.byref(cq), q % 2, 1, 0) == 0
+            assert lib.offnic_queue_open(h, RX, q, ctypes.byref(ring), 0) == 0
+            rings_[RX, q] = (cq, ring)
+            bufs[q] = tb.hostmem.alloc(BUF << LOG)
+            for _ in range(1 << LOG):
+                d = drvcore.Desc(bufs[q].addr + rings.slot(ring.prod, LOG) * BUF, BUF, 0, 0, 0, 0)
+                lib.offnic_ring_put_desc(ctypes.byref(ring), ctypes.byref(d))
+            lib.offnic_queue_doorbell(h, RX, q, ring.prod)
+        assert lib.offnic_rss_set_key(h, key) == 0
+        assert lib.offnic_rss_set_table(h, (drvcore.u32 * 128)(*table), 128) == 0
+        assert lib.offnic_rss_set_control(h, 0x1F) == 0
+        assert lib.offnic_rss_get_control(h) == 0x1F   # a read: every write before it has landed
+
+    await rss_up()
+    await Timer(5, "us")   # the NIC fetches the new queues' buffers
+    per_queue = [0] * 4
+    for n in range(40):
+        _, frame = udp_frame(rng, rng.randint(60, 600))
+        want = rss_result(frame, key, table)
+        await tb.ports[0].send(frame)
+        got = None
+        for _ in range(100):   # poll every RX completion queue: where did it go?
+            for q in range(4):
+                cq, _ = rings_[RX, q]
+                cpl = drvcore.Cpl()
+                if lib.offnic_cq_next(ctypes.byref(cq), ctypes.byref(cpl)):
+                    cq.cons = rings.idx_add(cq.cons, 1)
+                    lib.offnic_cq_done(h, RX, q, cq.cons, 0)
+                    got = (q, cpl)
+            if got:
+                break
+            await Timer(1, "us")
+        assert got is not None, f"RSS frame {n}: no completion ({want})"
+        q, cpl = got
+        assert cpl.status == 0 and cpl.flags & rings.CPL_RSS_VALID
+        assert (q, cpl.queue, cpl.rss_hash, cpl.rss_type) == (want.queue, want.queue, want.hash, want.hash_type), \
+            f"RSS frame {n}: queue {q} hash {cpl.rss_hash:#x} type {cpl.rss_type}, expected {want}"
+        per_queue[q] += 1
+    dut._log.info("RSS by the core's key and table: frames per RX queue %s", per_queue)
+    assert sum(1 for k in per_queue if k) >= 2, per_queue
 
 
 def test_core_on_nic():
