@@ -95,6 +95,8 @@ static int offnic_tx_poll(struct napi_struct *napi, int budget)
 	struct offnic_txq *txq = container_of(cq, struct offnic_txq, cq);
 
 	offnic_tx_clean(txq, budget);
+	if (!budget)	/* netpoll: clean only, stay scheduled */
+		return 0;
 	if (napi_complete_done(napi, 0))
 		offnic_cq_done(&cq->ad->hw, OFFNIC_TX, cq->n, cq->ring.cons, 1);
 	return 0;
