@@ -445,7 +445,13 @@ def cmd_driver(args: list[str]) -> int:
                                  description="build offnic.ko with W=1 and sparse (C=2), run checkpatch --strict")
     ap.add_argument("--no-checkpatch", action="store_true", help="build only")
     a = ap.parse_args(args)
-    kdir = kdriver.kernel_dir()
+    try:
+        kdir = kdriver.kernel_dir()
+        if not a.no_checkpatch:
+            kdriver.checkpatch_script()
+    except RuntimeError as e:
+        print(f"[offnic] driver: {e}", file=sys.stderr)
+        return 2
     print(f"[offnic] building offnic.ko against {kdir} (W=1 C=2) into {_rel(kdriver.BUILD)}", flush=True)
     b = kdriver.build_module()
     for line in b.findings:

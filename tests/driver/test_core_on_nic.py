@@ -249,6 +249,37 @@ async def core_drives_nic(dut):
         assert lib.offnic_rss_set_control(h, 0x1F) == 0
         assert lib.offnic_rss_get_control(h) == 0x1F   # a read: every write before it has landed
 
+    # moderation set by the core: TX queue 0's CQ fires after 4 completions (time 1 ms)
+    @bridge
+    def moderate(count, usecs):
+        assert lib.offnic_set_moderation(h, TX, 0, count, usecs) == 0
+        got_c, got_us = drvcore.u32(), drvcore.u32()
+        assert lib.offnic_get_moderation(h, TX, 0, ctypes.byref(got_c), ctypes.byref(got_us)) == 0
+        assert (got_c.value, got_us.value) == (count, usecs)
+
+    await moderate(4, 1000)
+    drain_events(0)
+    before = events.get((TX, 0), 0)
+    cq, ring = rings_[TX, 0]
+    for k in range(4):
+        at = rings.slot(ring.prod, LOG) * BUF
+        frame = MAC + rng.randbytes(60)
+        txbuf.write(at, frame)
+        d = drvcore.Desc(txbuf.addr + at, len(frame), 0, 0, 0, 0)
+        lib.offnic_ring_put_desc(ctypes.byref(ring), ctypes.byref(d))
+        lib.offnic_queue_doorbell(h, TX, 0, ring.prod)
+        await with_timeout(tb.ports[0].recv(), 100, "us")
+        await Timer(3, "us")  # its completion is written by now
+        drain_events(0)
+        want = before + (1 if k == 3 else 0)
+        assert events.get((TX, 0), 0) == want, f"after {k + 1} completions: {events.get((TX, 0), 0) - before} events"
+    cpl = drvcore.Cpl()
+    for k in range(4):   # all four completions are there, in order
+        assert lib.offnic_cq_next(ctypes.byref(cq), ctypes.byref(cpl)) and cpl.status == 0
+        cq.cons = rings.idx_add(cq.cons, 1)
+    lib.offnic_cq_done(h, TX, 0, cq.cons, 1)
+    await moderate(1, 0)
+
     await rss_up()
     await Timer(5, "us")   # the NIC fetches the new queues' buffers
     per_queue = [0] * 4
