@@ -447,6 +447,38 @@ def cmd_bench_cache(args: list[str]) -> int:
     return cache_report.main(args, simulate=simulate, rel=_rel)
 
 
+def cmd_driver(args: list[str]) -> int:
+    from offnic_sim.harness import kdriver
+    ap = argparse.ArgumentParser(prog="offnic driver",
+                                 description="build offnic.ko with W=1 and sparse (C=2), run checkpatch --strict")
+    ap.add_argument("--no-checkpatch", action="store_true", help="build only")
+    a = ap.parse_args(args)
+    try:
+        kdir = kdriver.kernel_dir()
+        if not a.no_checkpatch:
+            kdriver.checkpatch_script()
+    except RuntimeError as e:
+        print(f"[offnic] driver: {e}", file=sys.stderr)
+        return 2
+    print(f"[offnic] building offnic.ko against {kdir} (W=1 C=2) into {_rel(kdriver.BUILD)}", flush=True)
+    b = kdriver.build_module()
+    for line in b.findings:
+        print(f"  {line}")
+    if not b.ok:
+        print(b.log[-4000:])
+    print(f"[offnic] build: {'ok' if b.ok else 'FAILED'}, {len(b.findings)} compiler/sparse findings "
+          f"({b.files_checked} files checked by sparse)")
+    cp = []
+    if not a.no_checkpatch:
+        cp, n = kdriver.checkpatch()
+        for line in cp:
+            print(f"  {line}")
+        print(f"[offnic] checkpatch --strict: {len(cp)} findings in {n} files")
+    clean = b.ok and not b.findings and not cp
+    print(f"[offnic] driver: {'clean' if clean else 'NOT clean'}; module {_rel(kdriver.MODULE)}")
+    return 0 if clean else 1
+
+
 def cmd_results(args: list[str]) -> int:
     from offnic_sim.bench import results_status
     return results_status.main(args, rel=_rel)
@@ -468,6 +500,7 @@ COMMANDS = {
     "demo": cmd_demo,
     "bench": cmd_bench,
     "results": cmd_results,
+    "driver": cmd_driver,
 }
 
 
