@@ -67,19 +67,24 @@ static void serve_mailbox(void)
     len = 1u + FW_HDR_LEN(rsp[0]);
     for (i = 0; i < len; i++)
         fw_wr(FW_RSP_BUF + 4u * i, rsp[i]);
-    fw_wr(FW_REG_MBOX_F2H_DOORBELL, 1);
+    publish_lc(); /* what the command changed is in force before the host hears the answer */
     fw_log(FW_LOG_CMD, 3, FW_HDR_OP(cmd[0]), st, FW_HDR_TAG(cmd[0]), 0);
     if (FW_HDR_OP(cmd[0]) == FW_OP_SET_WATERMARKS && FW_HDR_LEN(cmd[0]) == 2u)
         fw_log(FW_LOG_WATERMARKS, 3, cmd[1], cmd[2], st, 0);
-    publish_lc();
+    fw_wr(FW_REG_MBOX_F2H_DOORBELL, 1);
 }
 
 static void run_load_control(uint32_t *seen_seq)
 {
     uint32_t seq = fw_rd(FW_REG_LC_SEQ);
     uint32_t qlen, cnum, before, clamped;
-    if (seq == *seen_seq || !toe_base || pending_count >= PENDING_EVENTS)
+    if (seq == *seen_seq || pending_count >= PENDING_EVENTS)
         return;
+    if (!toe_base) { /* no connections to control: taken, nothing to do */
+        *seen_seq = seq;
+        fw_wr(FW_REG_LC_ACK, seq);
+        return;
+    }
     qlen = fw_rd(FW_REG_LC_QLEN);
     cnum = nic_rd(toe_base + OFFNIC_RB_TOE_REG_CONNECTIONS); /* Cnum */
     before = ctx.lc.soft_limit;

@@ -92,6 +92,12 @@ def build(imem_bytes: int = DEFAULT_IMEM_BYTES, dmem_bytes: int = DEFAULT_DMEM_B
     return img
 
 
+def picorv32_verilog() -> Path:
+    """picorv32.v from the pinned PyPI package (pins.toml)."""
+    import pythondata_cpu_picorv32
+    return Path(pythondata_cpu_picorv32.data_location) / "picorv32.v"
+
+
 def size_report(img: Image) -> str:
     out = subprocess.run([PREFIX + "size", "-A", str(img.elf)], capture_output=True, text=True, check=True).stdout
     return out
