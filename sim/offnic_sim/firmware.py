@@ -77,9 +77,11 @@ def build(imem_bytes: int = DEFAULT_IMEM_BYTES, dmem_bytes: int = DEFAULT_DMEM_B
         subprocess.run(["cpp", "-P", "-undef", "-DFW_LINKER_SCRIPT", f"-DFW_IMEM_BYTES={imem_bytes}",
                         f"-DFW_DMEM_BYTES={dmem_bytes}", f"-I{SRC / 'include'}", str(SRC / "link.ld.in"),
                         "-o", str(ld)], check=True)
-        subprocess.run([gcc, *CFLAGS, "-Wl,--gc-sections", "-Wl,--fatal-warnings", f"-T{ld}",
-                        *(str(SRC / "src" / s) for s in FW_SOURCES), "-lgcc",
-                        "-o", str(img.elf)], check=True)
+        cc = subprocess.run([gcc, *CFLAGS, "-Wl,--gc-sections", "-Wl,--fatal-warnings", f"-T{ld}",
+                             *(str(SRC / "src" / s) for s in FW_SOURCES), "-lgcc",
+                             "-o", str(img.elf)], capture_output=True, text=True)
+        if cc.returncode != 0:
+            raise RuntimeError(f"firmware build failed:\n{cc.stdout}{cc.stderr}")
         subprocess.run([PREFIX + "objcopy", "-O", "binary", "--only-section=.text", "--only-section=.data",
                         str(img.elf), str(img.bin)], check=True)
         raw = img.bin.read_bytes()

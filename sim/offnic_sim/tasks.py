@@ -43,7 +43,11 @@ def cmd_firmware(args: list[str]) -> int:
     ap.add_argument("--imem-kib", type=int, default=firmware.DEFAULT_IMEM_BYTES >> 10, help="instruction memory, KiB")
     ap.add_argument("--dmem-kib", type=int, default=firmware.DEFAULT_DMEM_BYTES >> 10, help="data memory, KiB")
     a = ap.parse_args(args)
-    img = firmware.build(a.imem_kib << 10, a.dmem_kib << 10)
+    try:
+        img = firmware.build(a.imem_kib << 10, a.dmem_kib << 10)
+    except (ValueError, RuntimeError) as e:
+        print(f"[offnic] {e}", file=sys.stderr)
+        return 1
     print(firmware.size_report(img), end="")
     for p in (img.elf, img.bin, img.hex):
         print(f"  {_rel(p)}")

@@ -13,10 +13,9 @@ import random
 
 import cocotb
 from cocotb.clock import Clock
-from cocotb.triggers import RisingEdge
 
 from offnic_sim import firmware
-from offnic_sim.fw import defs
+from offnic_sim.fw import defs, log as fw_log
 from offnic_sim.fw.load_control_model import STATE_CODE, LoadControlModel
 from offnic_sim.harness import runner
 from offnic_sim.host import regs
@@ -110,6 +109,8 @@ async def firmware_runs_load_control(dut):
     assert head == 3 + commands + watermark_cmds + len(model.announced) + clamped_steps, head
     log = nic.log()
     assert len(log) == min(head, defs.FW_LOG_RECORDS)
+    for rec in log[-8:]:
+        dut._log.info("%s", fw_log.render(rec))
     soft_recs = [r for r in log if r[2] == defs.FW_LOG_SOFT_LIMIT]
     assert [r[5] for r in soft_recs] == model.announced[-len(soft_recs):]
     assert [r[4] for r in soft_recs[1:]] == [r[5] for r in soft_recs[:-1]], "old/new values do not chain"
@@ -131,7 +132,10 @@ async def firmware_boot_log_without_toe(dut):
     rsp = await nic.command([H(defs.FW_OP_GET_VERSION, 0, 5)])
     assert rsp[3] == defs.FW_STATE_NO_TOE
     log = nic.log()
+    for rec in log:
+        dut._log.info("%s", fw_log.render(rec))
     assert [r[2] for r in log[:3]] == [defs.FW_LOG_BOOT, defs.FW_LOG_NIC, defs.FW_LOG_LC_INIT]
+    assert fw_log.render(log[0]).endswith("version 0x00010000, imem 16384 B, dmem 8192 B")
     assert log[0][3:7] == [3, defs.FW_VERSION, 16384, 8192]
     assert log[1][3:7] == [3, 0, 2, 0], "NIC record: toe offset 0, 2 blocks walked, no chain error"
     _final_checks(nic)
