@@ -32,6 +32,7 @@ class NicSide:
         self.evt_stall_prob = evt_stall_prob
         self.evt_stall = 0
         self.evt_stalls = 0
+        self.evt_hold = False
         self.qlen = 0
         self.cnum = 0
         self.lc_seq = 0
@@ -76,6 +77,9 @@ class NicSide:
         if off == defs.FW_REG_EVT_STATUS:
             # the driver sometimes stops taking events for a while (a stall longer than the
             # firmware's own queue), else the queue is full now and then
+            if self.evt_hold:  # the test holds the driver's event queue full
+                self.evt_full = True
+                return defs.FW_EVT_STATUS_FULL
             if self.evt_stall == 0 and self.rng.random() < self.evt_stall_prob:
                 self.evt_stall = self.rng.randint(20, 120)
                 self.evt_stalls += 1
@@ -177,11 +181,15 @@ class NicSide:
         self.f2h = False  # the host's acknowledgement
         return rsp
 
-    async def sample(self, qlen: int, cnum: int, cycles: int = 100000) -> None:
-        """A load event: new Qlen and Cnum, and wait until the firmware has run on it."""
+    def post_sample(self, qlen: int, cnum: int) -> int:
+        """A load event: new Qlen and Cnum; returns its sequence number."""
         self.qlen, self.cnum = qlen, cnum
         self.lc_seq = (self.lc_seq + 1) & 0xFFFFFFFF
-        seq = self.lc_seq
+        return self.lc_seq
+
+    async def sample(self, qlen: int, cnum: int, cycles: int = 100000) -> None:
+        """A load event, and wait until the firmware has run on it."""
+        seq = self.post_sample(qlen, cnum)
         await self.wait_for(lambda: self.fw.get(defs.FW_REG_LC_ACK) == seq, cycles, f"load event {seq}")
 
     def log(self) -> list[list[int]]:
