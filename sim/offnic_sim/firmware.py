@@ -74,7 +74,7 @@ def build(imem_bytes: int = DEFAULT_IMEM_BYTES, dmem_bytes: int = DEFAULT_DMEM_B
             return img
         d.mkdir(parents=True, exist_ok=True)
         ld = d / "link.ld"
-        subprocess.run(["cpp", "-P", "-undef", "-DFW_LINKER_SCRIPT", f"-DFW_IMEM_BYTES={imem_bytes}",
+        subprocess.run([gcc, "-E", "-P", "-x", "c", "-undef", "-DFW_LINKER_SCRIPT", f"-DFW_IMEM_BYTES={imem_bytes}",
                         f"-DFW_DMEM_BYTES={dmem_bytes}", f"-I{SRC / 'include'}", str(SRC / "link.ld.in"),
                         "-o", str(ld)], check=True)
         cc = subprocess.run([gcc, *CFLAGS, "-Wl,--gc-sections", "-Wl,--fatal-warnings", f"-T{ld}",
