@@ -37,6 +37,24 @@ def cmd_regmap(args: list[str]) -> int:
     return 0
 
 
+def cmd_firmware(args: list[str]) -> int:
+    from offnic_sim import firmware
+    ap = argparse.ArgumentParser(prog="offnic firmware", description="build the control processor's firmware")
+    ap.add_argument("--imem-kib", type=int, default=firmware.DEFAULT_IMEM_BYTES >> 10, help="instruction memory, KiB")
+    ap.add_argument("--dmem-kib", type=int, default=firmware.DEFAULT_DMEM_BYTES >> 10, help="data memory, KiB")
+    a = ap.parse_args(args)
+    try:
+        img = firmware.build(a.imem_kib << 10, a.dmem_kib << 10)
+    except (ValueError, RuntimeError) as e:
+        print(f"[offnic] {e}", file=sys.stderr)
+        return 1
+    print(firmware.size_report(img), end="")
+    for p in (img.elf, img.bin, img.hex):
+        print(f"  {_rel(p)}")
+    print(f"[offnic] firmware: {img.bin.stat().st_size} B image for {a.imem_kib} KiB IMEM, {a.dmem_kib} KiB DMEM")
+    return 0
+
+
 def cmd_test(args: list[str]) -> int:
     hw.ensure_jar()  # once, before the workers start
     extra = list(args)
@@ -501,6 +519,7 @@ COMMANDS = {
     "bench": cmd_bench,
     "results": cmd_results,
     "driver": cmd_driver,
+    "firmware": cmd_firmware,
 }
 
 

@@ -4,12 +4,7 @@ and builds and runs a cocotb bench on a plain SystemVerilog module (no Chisel de
 from __future__ import annotations
 
 import ctypes
-import json
-import os
-import random
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 from filelock import FileLock
@@ -78,43 +73,6 @@ def load() -> ctypes.CDLL:
 
 
 def run_sv_bench(sv: Path, top: str, test_module: str, env: dict | None = None, bench: dict | None = None) -> None:
-    """Builds `sv` (a plain module, cached by its text) and runs `test_module`'s cocotb
-    tests on it, with the seed handling of harness.runner.run_cocotb."""
-    from cocotb_tools.check_results import get_results
-    from cocotb_tools.runner import get_runner
-
-    key = hw.digest(sv.read_bytes(), runner.VERILATOR_ARGS, runner._verilator_version())[:16]
-    build_dir = runner.SIM_BUILD / f"{top}-{key}"
-    done = build_dir / "built"
-    with FileLock(str(build_dir) + ".lock"):
-        if not done.exists():
-            get_runner("verilator").build(sources=[sv], hdl_toplevel=top, build_dir=build_dir,
-                                          build_args=runner.VERILATOR_ARGS, timescale=runner.TIMESCALE,
-                                          always=True)
-            done.write_text(top)
-    seed = int(os.environ.get("OFFNIC_SEED") or random.SystemRandom().randrange(1 << 31))
-    node = os.environ.get("PYTEST_CURRENT_TEST", test_module).split(" ")[0]
-    run_dir = runner._run_dir(node)
-    results = run_dir / "results.xml"
-    if str(HERE) not in sys.path:
-        sys.path.insert(0, str(HERE))
-    print(f"[offnic] {node}: seed {seed}, run dir {run_dir}", flush=True)
-    exit_code = 0
-    try:
-        get_runner("verilator").test(test_module=test_module, hdl_toplevel=top, hdl_toplevel_lang="verilog",
-                                     build_dir=build_dir, test_dir=run_dir, seed=seed,
-                                     extra_env={**{k: str(v) for k, v in (env or {}).items()},
-                                                runner.BENCH_ENV: json.dumps(bench or {})},
-                                     results_xml=str(results), timescale=runner.TIMESCALE)
-    except SystemExit as e:
-        exit_code = e.code if isinstance(e.code, int) else 1
-    try:
-        tests, failed = get_results(results)
-    except RuntimeError:
-        tests, failed = 0, 1
-    runner.SEED_LOG.parent.mkdir(parents=True, exist_ok=True)
-    with open(runner.SEED_LOG, "a") as f:
-        f.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')}\t{node}\t{seed}\t{'fail' if failed or exit_code else 'pass'}\n")
-    replay = f"replay with: OFFNIC_SEED={seed} ./offnic test '{node}'"
-    assert tests > 0, f"no cocotb test ran in {test_module}; {replay}"
-    assert failed == 0 and exit_code == 0, f"{failed} of {tests} cocotb tests failed; log in {run_dir}; {replay}"
+    """Builds `sv` (a plain module) and runs `test_module`'s cocotb tests on it
+    (harness.runner.run_sv_bench)."""
+    runner.run_sv_bench([sv], top, test_module, env=env, bench=bench)
