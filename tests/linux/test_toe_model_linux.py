@@ -518,14 +518,15 @@ def engine_registers(nic: Nic) -> dict | None:
     return nic.eng.registers()
 
 
-ENGINE_ERRORS = ("commands_refused", "store_errors", "tx_drops", "tx_read_errors")
+ENGINE_ERRORS = ("store_errors", "tx_drops", "tx_read_errors")
 
 
 def check_engine_registers(nic: Nic, *, installs: int, deletes: int, closed: int, resets: int = 0) -> dict | None:
     """The hardware's counters after a scenario, against the rig's own counts: `installs`
     table inserts, `deletes` deletes (restores and closes), `closed` and `resets`
-    notifications, no refused command and no memory error, every segment the engine asked
-    for seen on the wire, every segment steered to it decided. None (no check) for the model."""
+    notifications, no refused command the rig did not see and no memory error, every
+    segment the engine asked for seen on the wire, every segment steered to it decided.
+    None (no check) for the model."""
     r = engine_registers(nic)
     if r is None:
         return None
@@ -534,7 +535,11 @@ def check_engine_registers(nic: Nic, *, installs: int, deletes: int, closed: int
     got = {k: r[k] for k in ("table_inserts", "table_deletes", "notes_closed", "notes_rst", "connections")}
     assert got == dict(table_inserts=installs, table_deletes=deletes, notes_closed=closed, notes_rst=resets,
                        connections=installs - deletes), (got, r)
-    assert not any(r[k] for k in ENGINE_ERRORS), r
+    assert not any(r[k] for k in ENGINE_ERRORS), {k: r[k] for k in ENGINE_ERRORS}
+    # A status query may race the engine's own close (the rig reads the state of a
+    # connection the engine has just freed and takes the refusal as CLOSED): every refusal
+    # the engine counted must be one the rig was answered with, no more.
+    assert r["commands_refused"] == nic.eng.refused(), (r["commands_refused"], nic.eng.refused())
     assert r["tx_segments"] == nic.seen["segs_out"], (r["tx_segments"], dict(nic.seen))
     assert r["seg_events"] == r["steer_to_engine"] and r["connections_peak"] <= installs, r
     return r

@@ -84,6 +84,7 @@ class HwEngine(Outbox):
         for x in (self.src, self.wire_sink, self.host_sink, self.ram.write_if, self.ram.read_if):
             x.log.setLevel(logging.WARNING)
         self.counters: Counter[str] = Counter()
+        self.refused = 0                        # commands the hardware answered with a status other than OK
         self.tcbs: dict[int, Tcb] = {}          # (the model's; the hardware's are read by status())
         self.final: dict[int, Tcb] = {}
         self._live: dict[int, tuple[ConnKey, bool, bool, str, str]] = {}   # id -> key, wscale_ok, sack_ok, macs
@@ -275,6 +276,8 @@ class HwEngine(Outbox):
         while not self._rsp:
             await RisingEdge(d.clock)
         rsp = self._rsp.pop(0)
+        if rsp["status"] != ST_OK:
+            self.refused += 1
         if quiet and not self.free_run:
             await self._quiet()
         return rsp
@@ -496,6 +499,10 @@ class SharedHwEngine:
     def registers(self) -> dict[str, int]:
         """The engine's counters and connection counts, read over its register bus."""
         return self._call(self.hw.registers)
+
+    def refused(self) -> int:
+        """Commands the hardware refused (a status other than OK), as the caller saw them."""
+        return self.hw.refused
 
     tcb = status
 
