@@ -13,7 +13,8 @@ Checked:
    addresses see them. Write strobes have holes: a byte of value HOLE is sent with its
    strobe off (the bridge cuts such bursts into several DMA writes) and must not be
    written.
- - errors: reads of host addresses with no memory give DECERR with zero data; bursts the
+ - errors: reads of host addresses with no memory give DECERR with zero data, reads
+   answered with poisoned completions SLVERR with zero data; bursts the
    bridge refuses (32 beats) give SLVERR, zero data, and no write; writes to addresses
    with no memory (posted, lost in PCIe) complete; nothing hangs, and the bridge works
    afterwards (the random traffic runs again).
@@ -32,7 +33,7 @@ from cocotbext.pcie.core import RootComplex
 from cocotbext.pcie.core.caps import PciCapId
 from cocotbext.pcie.xilinx.us import UltraScalePlusPcieDevice
 
-from dma_tb import size_code
+from dma_tb import CompletionTap, size_code
 from offnic_sim.harness import hw
 from offnic_sim.harness.axis_tb import pause_pattern
 from offnic_sim.harness.runner import run_cocotb
@@ -69,6 +70,8 @@ class BridgeTB:
         logging.getLogger("cocotb.pcie").setLevel(logging.WARNING)
         self.rc.make_port().connect(self.dev)
         self.hm = HostMemory(self.rc, read_latency_ns=LATENCY_NS)
+        # Checks every request TLP (sizes, 4 KiB) and can poison completions by address.
+        self.tap = CompletionTap(self.dev, self.clock)
         self.axi = AxiMaster(AxiBus.from_prefix(dut, "s_axi"), dut.clock, dut.reset, max_burst_len=16)
         self.axi.write_if.log.setLevel(logging.WARNING)
         self.axi.read_if.log.setLevel(logging.WARNING)
@@ -106,6 +109,7 @@ class BridgeTB:
         ctl = (ctl & ~(7 << 5) & ~(7 << 12)) | size_code(256) << 5 | size_code(512) << 12
         await fn.capability_write_word(PciCapId.EXP, 8, ctl)
         self.rc.max_payload_size = size_code(256)
+        self.tap.mps, self.tap.mrrs = 256, 512
         await ClockCycles(self.clock, 10)
 
     def back_pressure(self, busy: float) -> None:
@@ -206,6 +210,15 @@ async def random_traffic_and_errors(dut):
         r = await tb.axi.read(NO_MEMORY + random.randrange(0, 4096 - n), n, arid=random.randrange(16))
         assert r.resp == AxiResp.DECERR, f"read of no memory: {r.resp}"
         assert bytes(r.data) == bytes(n), "an error read carried data"
+    # Reads answered with poisoned completions: SLVERR, zero data.
+    bad = tb.hm.alloc(8192)
+    bad.write(0, random.randbytes(8192))
+    tb.tap.poison_ranges.append((bad.addr, bad.addr + 8192))
+    for n in (1, 64, 512, 300):
+        r = await tb.axi.read(bad.addr + random.randrange(0, 8192 - n), n, arid=random.randrange(16))
+        assert r.resp == AxiResp.SLVERR, f"read of poisoned data: {r.resp}"
+        assert bytes(r.data) == bytes(n), "a poisoned read carried data"
+    assert tb.tap.poisoned >= 4
     # Writes with no memory behind them: posted, lost in PCIe; they complete.
     r = await tb.axi.write(NO_MEMORY + 64, random.randbytes(200), awid=3)
     assert r.resp == AxiResp.OKAY
