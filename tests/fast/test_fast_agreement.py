@@ -3,8 +3,11 @@ workload runs on NicTB (cocotbext-pcie's root complex and UltraScale+ model,
 cocotbext-eth's XGMII source and sink) and on FastNicTB (sim/fastsim in C++), and every
 frame out of each port, every RX packet the driver received (bytes, queue, port,
 checksum, RSS hash and type, status, ring index), every TX completion and every counter
-of the NIC must be equal. Timing is not compared (the PCIe models differ in what they
-leave out: pcie_host.h); the workload's results do not depend on it.
+of the NIC must be equal, but for the DMA engine's read counts: how many descriptors
+one fetch reads depends on when the doorbells arrive against the fetches in flight,
+which is timing (seed 136776931: one fetch more on NicTB, every frame and completion
+the same). Timing is not compared (the PCIe models differ in what they leave out:
+pcie_host.h); the workload's results do not depend on it.
 
 The workload (seeded, replayable with OFFNIC_SEED; the driver polls, see `workload`): TX
 batches on both ports with and without checksum offload; then IPv4 UDP and TCP, non-IP,
@@ -19,6 +22,7 @@ from pathlib import Path
 import cocotb
 from cocotb.triggers import Timer, with_timeout
 
+
 from offnic_sim.harness.hw import Design
 from offnic_sim.harness.runner import bench_config, run_cocotb
 from offnic_sim.fast.fast_tb import FastNicTB
@@ -30,6 +34,9 @@ TX_FRAMES = 10    # per port
 RX_FRAMES = 12    # per port, good ones
 RX_QUEUES = 4
 PEER = bytes.fromhex("02000000aa01")
+# DMA read counts that depend on how the descriptor fetchers batch (timing); the error
+# counters stay compared
+BATCHING_COUNTERS = ("rd_requests", "rd_completions", "rd_done")
 
 
 def ip_frame(rng: random.Random, proto: int, size: int) -> bytes:
@@ -136,6 +143,9 @@ def test_fast_agreement(tmp_path):
     assert sum(1 for v in ref["rx"].values() if v) > 1, "RSS used one queue only"
     assert any(p[3] is not None for p in rx) and any(p[2] is not None for p in rx), "no RSS hash or checksum"
     assert all(len(f) == len(t) for f, t in zip(ref["tx_frames"], ref["tx_completions"]))
+    for h in (ref, fast):  # how many reads the descriptor fetchers batch depends on timing
+        for k in BATCHING_COUNTERS:
+            h["counters"]["dma"].pop(k)
     for key in ("tx_frames", "tx_completions", "rx", "counters", "driver_errors"):
         if key == "counters":
             for block in ref[key]:
