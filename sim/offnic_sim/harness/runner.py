@@ -208,10 +208,39 @@ def run_cocotb(
     or a random one. Fails (AssertionError) if any cocotb test fails or none ran; the message carries the
     seed and how to replay it.
     """
+    m = model(design, fast, internals)
+    _run_tests(test_module, m.top_module, m.dir, what=f"on {design.describe()}", testcase=testcase, seed=seed,
+               env=env, bench=bench, waves=m.waves)
+
+
+def run_sv_bench(sources: list[Path], top: str, test_module: str, env: dict | None = None,
+                 bench: dict | None = None, build_args: list[str] | None = None) -> None:
+    """Builds a plain SystemVerilog bench (no Chisel design) from `sources` (cached by their
+    text and `build_args`) and runs `test_module`'s cocotb tests on it, with run_cocotb's
+    seed handling. Fails if any cocotb test fails or none ran."""
+    from cocotb_tools.runner import get_runner
+
+    args = VERILATOR_ARGS + list(build_args or [])
+    key = hw.digest(*(Path(s).read_bytes() for s in sources), args, _verilator_version())[:16]
+    build_dir = SIM_BUILD / f"{top}-{key}"
+    done = build_dir / "built"
+    with FileLock(str(build_dir) + ".lock"):
+        if not done.exists():
+            get_runner("verilator").build(sources=list(sources), hdl_toplevel=top, build_dir=build_dir,
+                                          build_args=args, timescale=TIMESCALE, always=True)
+            done.write_text(top)
+    _run_tests(test_module, top, build_dir, env=env, bench=bench)
+
+
+def _run_tests(test_module: str, top: str, build_dir: Path, *, what: str = "", testcase: str | None = None,
+               seed: int | None = None, env: dict | None = None, bench: dict | None = None,
+               waves: bool = False) -> None:
+    """Run `test_module`'s cocotb tests on the model built in `build_dir` (top module
+    `top`): seed (pinned, OFFNIC_SEED or random), run directory, the seed log, and a
+    failure that says how to replay it. Shared by run_cocotb and run_sv_bench."""
     from cocotb_tools.check_results import get_results
     from cocotb_tools.runner import get_runner
 
-    m = model(design, fast, internals)
     if seed is None:
         seed = int(os.environ.get("OFFNIC_SEED") or random.SystemRandom().randrange(1 << 31))
     node = os.environ.get("PYTEST_CURRENT_TEST", test_module).split(" ")[0]
@@ -223,23 +252,13 @@ def run_cocotb(
         if bench_dir not in sys.path:
             sys.path.insert(0, bench_dir)  # the simulator imports the bench by name
     print(f"[offnic] {node}: seed {seed}, run dir {run_dir}", flush=True)
-
-    runner = get_runner("verilator")
     exit_code = 0
     try:
-        runner.test(
-            test_module=test_module,
-            hdl_toplevel=m.top_module,
-            hdl_toplevel_lang="verilog",
-            build_dir=m.dir,
-            test_dir=run_dir,
-            testcase=testcase,
-            seed=seed,
+        get_runner("verilator").test(
+            test_module=test_module, hdl_toplevel=top, hdl_toplevel_lang="verilog", build_dir=build_dir,
+            test_dir=run_dir, testcase=testcase, seed=seed,
             extra_env={**{k: str(v) for k, v in (env or {}).items()}, BENCH_ENV: json.dumps(bench or {})},
-            waves=m.waves,
-            results_xml=str(results),
-            timescale=TIMESCALE,
-        )
+            waves=waves, results_xml=str(results), timescale=TIMESCALE)
     except SystemExit as e:  # the runner exits on failure when it sees pytest
         exit_code = e.code if isinstance(e.code, int) else 1
     try:
@@ -252,52 +271,4 @@ def run_cocotb(
     replay = f"replay with: OFFNIC_SEED={seed} ./offnic test '{node}'"
     assert tests > 0, f"no cocotb test ran in {test_module} (testcase={testcase}); {replay}"
     assert failed == 0 and exit_code == 0, \
-        f"{failed} of {tests} cocotb tests failed on {design.describe()}; log and waves in {run_dir}; {replay}"
-
-
-def run_sv_bench(sources: list[Path], top: str, test_module: str, env: dict | None = None,
-                 bench: dict | None = None, build_args: list[str] | None = None) -> None:
-    """Builds a plain SystemVerilog bench (no Chisel design) from `sources` (cached by their
-    text and `build_args`) and runs `test_module`'s cocotb tests on it, with run_cocotb's
-    seed handling. Fails if any cocotb test fails or none ran."""
-    from cocotb_tools.check_results import get_results
-    from cocotb_tools.runner import get_runner
-
-    args = VERILATOR_ARGS + list(build_args or [])
-    key = hw.digest(*(Path(s).read_bytes() for s in sources), args, _verilator_version())[:16]
-    build_dir = SIM_BUILD / f"{top}-{key}"
-    done = build_dir / "built"
-    with FileLock(str(build_dir) + ".lock"):
-        if not done.exists():
-            get_runner("verilator").build(sources=list(sources), hdl_toplevel=top, build_dir=build_dir,
-                                          build_args=args, timescale=TIMESCALE, always=True)
-            done.write_text(top)
-    seed = int(os.environ.get("OFFNIC_SEED") or random.SystemRandom().randrange(1 << 31))
-    node = os.environ.get("PYTEST_CURRENT_TEST", test_module).split(" ")[0]
-    run_dir = _run_dir(node)
-    results = run_dir / "results.xml"
-    mod = sys.modules.get(test_module)
-    if mod is not None and getattr(mod, "__file__", None):
-        bench_dir = str(Path(mod.__file__).parent)
-        if bench_dir not in sys.path:
-            sys.path.insert(0, bench_dir)  # the simulator imports the bench by name
-    print(f"[offnic] {node}: seed {seed}, run dir {run_dir}", flush=True)
-    exit_code = 0
-    try:
-        get_runner("verilator").test(test_module=test_module, hdl_toplevel=top, hdl_toplevel_lang="verilog",
-                                     build_dir=build_dir, test_dir=run_dir, seed=seed,
-                                     extra_env={**{k: str(v) for k, v in (env or {}).items()},
-                                                BENCH_ENV: json.dumps(bench or {})},
-                                     results_xml=str(results), timescale=TIMESCALE)
-    except SystemExit as e:
-        exit_code = e.code if isinstance(e.code, int) else 1
-    try:
-        tests, failed = get_results(results)
-    except RuntimeError:
-        tests, failed = 0, 1
-    SEED_LOG.parent.mkdir(parents=True, exist_ok=True)
-    with open(SEED_LOG, "a") as f:
-        f.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')}\t{node}\t{seed}\t{'fail' if failed or exit_code else 'pass'}\n")
-    replay = f"replay with: OFFNIC_SEED={seed} ./offnic test '{node}'"
-    assert tests > 0, f"no cocotb test ran in {test_module}; {replay}"
-    assert failed == 0 and exit_code == 0, f"{failed} of {tests} cocotb tests failed; log in {run_dir}; {replay}"
+        f"{failed} of {tests} cocotb tests failed {what}; log and waves in {run_dir}; {replay}"
