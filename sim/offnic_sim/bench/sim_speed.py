@@ -23,7 +23,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from offnic_sim.harness import hw, runner
+from offnic_sim.harness import hw, perf, runner
 
 BARE_SRC = hw.ROOT / "sim" / "fastsim" / "bare_loop.cpp"
 FAST_VERILATOR = runner.FAST_VERILATOR_ARGS   # the fast harness's model is built the same way
@@ -80,15 +80,8 @@ def bare_profile(design: hw.Design, cycles: int) -> dict:
     subprocess.run(["perf", "record", "-q", "-e", "cpu-clock:u", "-F", "1999", "-o", str(data), "--",
                     str(exe), str(cycles)], capture_output=True, check=True, cwd=exe.parent)
     wall = time.monotonic() - t0
-    report = subprocess.run(["perf", "report", "-i", str(data), "--stdio", "--no-children", "-q",
-                             "--sort", "symbol", "--percent-limit", "0"],
-                            capture_output=True, text=True, check=True).stdout
     by_module: Counter = Counter()
-    for line in report.splitlines():
-        m = re.match(r"^\s*([\d.]+)%\s+\[[.k]\]\s+(.*)$", line)
-        if not m:
-            continue
-        pct, name = float(m.group(1)), m.group(2)
+    for pct, _, name in perf.samples(data):
         fn = _PROF_FN.search(name)
         if fn:
             module = fn.group(1)

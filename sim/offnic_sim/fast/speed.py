@@ -20,7 +20,7 @@ from pathlib import Path
 import cocotb
 from cocotb.triggers import Timer
 
-from offnic_sim.harness import hw
+from offnic_sim.harness import hw, perf
 from offnic_sim.harness.runner import FAST_GPI_CLOCKS, FAST_PUBLIC, bench_config, run_cocotb
 from offnic_sim.fast.fast_tb import FastNicTB
 from offnic_sim.host.driver import DEFAULT_MAC
@@ -171,7 +171,6 @@ def where_time_goes(harness: str, traffic_us: float) -> dict:
     simulation on `harness`, sampling its traffic window only; the samples by component:
     model evaluation, Verilator runtime, fast harness (C++), cocotb GPI, Python, libraries."""
     import os
-    import re
     import subprocess
     from collections import Counter
     with tempfile.TemporaryDirectory() as d:
@@ -183,14 +182,9 @@ def where_time_goes(harness: str, traffic_us: float) -> dict:
         subprocess.run(["perf", "record", "-q", "-D", "-1", "--control", f"fifo:{ctl},{ack}", "-e", "cpu-clock:u",
                         "-F", "999", "-o", str(data), "--", sys.executable, "-c", code],
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=hw.ROOT)
-        report = subprocess.run(["perf", "report", "-i", str(data), "--stdio", "--no-children", "-q",
-                                 "--sort", "dso,sym", "--percent-limit", "0"],
-                                capture_output=True, text=True, check=True).stdout
-    by: Counter = Counter()
-    for line in report.splitlines():
-        m = re.match(r"^\s*([\d.]+)%\s+(\S+)\s+\[[.k]\]\s+(.*)$", line)
-        if m:
-            by[_component(m.group(2), m.group(3))] += float(m.group(1))
+        by: Counter = Counter()
+        for pct, dso, sym in perf.samples(data):
+            by[_component(dso, sym)] += pct
     total = sum(by.values())
     return {"harness": harness, "traffic_us": traffic_us, "tool": "perf record -e cpu-clock:u, traffic window only",
             "by_component_pct": {k: round(100 * v / total, 1) for k, v in by.most_common() if total}}
