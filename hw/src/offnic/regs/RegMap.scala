@@ -398,8 +398,10 @@ object RegMap {
     ) ++ ToeCounters.zipWithIndex.map { case ((n, d), i) => ro(n, 0x20 + 4 * i, d) }
   )
 
+  val Fw = RegMapFw.Fw // the control processor's block, defined in RegMapFw.scala
+
   /** Every block type, in the order the documentation lists them. */
   val blocks: Seq[BlockType] = Seq(DeviceId, Clock, BarAccess, TxQueues, RxQueues, TxCqs, RxCqs, Eqs, Msix,
-    EthPort, Dma, TxEngine, RxEngine, Rss, Reasm, Cache, Toe)
+    EthPort, Dma, TxEngine, RxEngine, Rss, Reasm, Cache, Toe, Fw)
   require(blocks.map(_.typeId).distinct.size == blocks.size, "two block types share a type id")
 }
