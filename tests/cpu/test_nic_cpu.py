@@ -51,7 +51,13 @@ async def booted(fw: FwHost, tb: FastNicTB, blocks_on_chain: int) -> list[str]:
     assert await fw.read("fw_version") == defs.FW_VERSION
     status = await fw.read("status")
     assert status & STATUS_RUNNING and not status & STATUS_TRAP, f"status {status:#x}"
-    assert (defs.FW_EVT_BOOTED, defs.FW_VERSION) in await fw.events()
+    seen = []
+
+    async def boot_event():  # announced before the state, pushed by the main loop just after
+        seen.extend(await fw.events())
+        return (defs.FW_EVT_BOOTED, defs.FW_VERSION) in seen
+    await fw.wait_for(boot_event, 50, "the BOOTED event")
+    assert seen == [(defs.FW_EVT_BOOTED, defs.FW_VERSION)], seen
     recs = await fw.log_records()
     codes = [r[2] for r in recs]
     assert codes[:3] == [defs.FW_LOG_BOOT, defs.FW_LOG_NIC, defs.FW_LOG_LC_INIT], codes
