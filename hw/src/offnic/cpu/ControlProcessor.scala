@@ -85,7 +85,10 @@ class ControlProcessor(val p: CpuParams, image: Seq[Long]) extends Module {
     val dmemIndex = addr(log2Ceil(p.dmemBytes) - 1, 2)
     val bytes = VecInit((0 until 4).map(i => cpu.io.mem_wdata(8 * i + 7, 8 * i)))
     when(start && inDmem && write) { dmem.write(dmemIndex, bytes, cpu.io.mem_wstrb.asBools) }
-    val dmemData = dmem.read(dmemIndex, start && inDmem && !write).asUInt
+    // Read on writes too (the answer is ignored): with an enable exclusive of the write's,
+    // firtool merges both into one read-write port, which Yosys then maps to LUT RAM and
+    // fails on; a read port and a write port are the simple dual-port block RAM wanted.
+    val dmemData = dmem.read(dmemIndex, start && inDmem).asUInt
 
     fwRegs.req.valid := start && inFw
     fwRegs.req.bits.word := addr(11, 2)
@@ -111,7 +114,7 @@ class ControlProcessor(val p: CpuParams, image: Seq[Long]) extends Module {
     // map one cycle after the register bus took it; anything else at once with zeros.
     val local = RegNext(start && !inNic, false.B)
     val fromImem = RegNext(start && inImem && !write, false.B)
-    val fromDmem = RegNext(start && inDmem && !write, false.B)
+    val fromDmem = RegNext(start && inDmem && !write, false.B) // a write's read data is dropped here
     val unmapped = RegNext(start && !(inImem || inDmem || inNic || inFw), false.B)
     val imemWrite = RegNext(start && inImem && write, false.B)
     val ready = local || nic.resp.valid
