@@ -145,6 +145,10 @@ def summarize_cells(cells: dict[str, int]) -> dict[str, float]:
 # Yosys, and in the board builds' XDC (RAM_STYLE ULTRA on the same cells,
 # constraints/README.md).
 URAM_MEMORIES = ["onchip_*/Memory", "tcbRam_*/Memory"]
+# The control processor's data memory (2,048 x 32 with byte writes): Yosys 0.70 picks its
+# single-port LUT RAM for it, then fails to map that ("invalid OPTION_ABITS/WIDTH
+# combination"); it is meant as block RAM, as Vivado infers it unprompted.
+BRAM_MEMORIES = ["dmem_*/Memory"]
 
 
 def synth_design(label: str, rtl: hw.Rtl, out_dir: Path) -> dict:
@@ -154,7 +158,8 @@ def synth_design(label: str, rtl: hw.Rtl, out_dir: Path) -> dict:
     reads = "\n".join(f"read_verilog -sv {f}" for f in rtl.files)
     # -flatten as Vivado does by default: firtool puts each RAM in its own module, and the
     # read register that lets a RAM become block RAM lives in the parent.
-    ultra = "".join(f"setattr -set ram_style \"ultra\" {m}\n" for m in URAM_MEMORIES)
+    ultra = "".join(f"setattr -set ram_style \"ultra\" {m}\n" for m in URAM_MEMORIES) + \
+        "".join(f"setattr -set ram_style \"block\" {m}\n" for m in BRAM_MEMORIES)
     script.write_text(f"{reads}\nhierarchy -top {rtl.top_module}\n{ultra}"
                       f"synth_xilinx -family xcup -flatten -top {rtl.top_module}\n"
                       f"tee -q -o {stat} stat -json\n")
