@@ -122,11 +122,22 @@ async def processor_in_the_nic(dut):
     await fw.wait_for(trapped, 50, "the trap of an image of zeros")
     assert await fw.read("state") == defs.FW_STATE_RESET and await fw.read("log_head") == 0
 
-    # The real image through BAR0 while frames flow both ways on both ports.
+    # The real image through BAR0 while frames flow both ways on both ports, and while the
+    # host hammers a register during the boot, when the firmware walks the NIC's map: both
+    # masters on the register bus at once, each must get its own answers.
     moved = await traffic(tb, rng, 2)
-    loader = cocotb.start_soon(fw.load_image(firmware.build().words()))
+    loader = cocotb.start_soon(fw.load_image(firmware.build().words(), release=False))
     moved += await traffic(tb, rng, 6)
     await loader
+    scratch, hammered = drv.block("device_id"), 0
+    await fw.release()
+    while await fw.read("state") != defs.FW_STATE_NO_TOE:
+        v = rng.getrandbits(32)
+        await scratch.write("scratch", v)
+        assert await scratch.read("scratch") == v, "the host's register access was disturbed"
+        hammered += 1
+    assert hammered >= 3, f"the boot was over after {hammered} host accesses: nothing overlapped"
+    dut._log.info("host register accesses checked while the firmware booted: %d pairs", hammered)
     for line in await booted(fw, tb, blocks_on_chain):
         dut._log.info("after reload: %s", line)
     for i in range(4):  # mailbox and traffic at once

@@ -92,12 +92,14 @@ class FwHost:
     async def release(self) -> None:
         await self.b.write("control", 1)
 
-    async def load_image(self, words: list[int]) -> None:
-        """Core held in reset, the image written word by word, released."""
+    async def load_image(self, words: list[int], release: bool = True) -> None:
+        """Core held in reset, the image written word by word, released (unless `release`
+        is False: the caller releases it with `release()`)."""
         imem = await self.read("imem_bytes")
         assert 4 * len(words) <= imem, f"image of {4 * len(words)} B > instruction memory {imem} B"
         await self.hold()
         for i, w in enumerate(words):
             await self.b.write("image_addr", i)
             await self.b.write("image_data", w)
-        await self.release()
+        if release:
+            await self.release()
