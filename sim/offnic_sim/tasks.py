@@ -497,6 +497,11 @@ def cmd_driver(args: list[str]) -> int:
     return 0 if clean else 1
 
 
+def cmd_vm(args: list[str]) -> int:
+    from offnic_sim.vm import vm_run
+    return vm_run.main(args)
+
+
 def cmd_results(args: list[str]) -> int:
     from offnic_sim.bench import results_status
     return results_status.main(args, rel=_rel)
@@ -519,6 +524,7 @@ COMMANDS = {
     "bench": cmd_bench,
     "results": cmd_results,
     "driver": cmd_driver,
+    "vm": cmd_vm,
     "firmware": cmd_firmware,
 }
 

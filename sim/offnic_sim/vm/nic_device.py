@@ -66,6 +66,7 @@ class NicDevice:
         self._bar0_lo, self._bar0_hi = BAR0_FLAGS, 0
         self.eventfds: dict[int, int] = {}
         self.maps: dict[tuple[int, int], bool] = {}
+        self.map_log: list[tuple] = []      # every DMA_MAP/UNMAP, for diagnosis
         self.msi_count = [0] * 32
         self.counts = {"bar_reads": 0, "bar_writes": 0, "msi": 0, "dma_maps": 0}
 
@@ -198,6 +199,7 @@ class NicDevice:
 
     # ------------------------------------------------------------------ DMA
     def dma_map(self, iova: int, size: int, offset: int, fd: int, flags: int) -> None:
+        self.map_log.append(("map", iova, size, offset, fd >= 0))
         if fd < 0:
             return    # not mappable (a ROM): the NIC has no business there
         try:
@@ -213,6 +215,7 @@ class NicDevice:
             os.close(fd)
 
     def dma_unmap(self, iova: int, size: int) -> None:
+        self.map_log.append(("unmap", iova, size))
         if self.maps.pop((iova, size), None):
             _mmap_fixed(self.host_base + iova, size, -1, 0)
 

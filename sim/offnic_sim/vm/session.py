@@ -79,7 +79,8 @@ async def run(dut, script: str, peers: list[PeerSpec], *, name: str = "vm", time
     tag = f"{name}-{os.getpid()}"
     sock = run_dir / f"{tag}.sock"
     initrd = run_dir / f"{tag}.cpio"
-    console = run_dir / f"{tag}.console"
+    console = Path.cwd() / f"{name}.console"     # the cocotb run directory
+    console.unlink(missing_ok=True)
     initrd.write_bytes(im.initramfs.read_bytes() + image.script_cpio(script))
     stack = ExitStack()
     listener = vfio_user.Listener(str(sock))
@@ -128,7 +129,9 @@ async def run(dut, script: str, peers: list[PeerSpec], *, name: str = "vm", time
         log = text()
         m = EXIT_RE.search(log)
         stats = {"vfio_user": server.stats, "device": dict(dev.counts), "msi_per_vector": list(dev.msi_count),
-                 "taps": [dict(t.counters) for t in taps], "qemu_rc": qemu.returncode}
+                 "taps": [dict(t.counters) for t in taps], "qemu_rc": qemu.returncode,
+                 "dma_map_log": [tuple(hex(x) if isinstance(x, int) and not isinstance(x, bool) else x for x in e)
+                                 for e in dev.map_log]}
         return Outcome(int(m.group(1)) if m else None, log, wall, sim_us, stats)
     finally:
         stack.close()

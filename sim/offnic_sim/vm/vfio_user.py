@@ -49,7 +49,7 @@ IRQ_INFO_EVENTFD, IRQ_INFO_MASKABLE, IRQ_INFO_AUTOMASKED, IRQ_INFO_NORESIZE = 1,
 SET_DATA_NONE, SET_DATA_BOOL, SET_DATA_EVENTFD = 1, 2, 4
 SET_ACTION_MASK, SET_ACTION_UNMASK, SET_ACTION_TRIGGER = 8, 16, 32
 
-MAX_FDS = 32                 # what we take in one message (told to the client)
+MAX_FDS = 16                 # what we take in one message (QEMU refuses more than its own maximum, 16)
 MAX_XFER = 1 << 20
 
 
@@ -81,47 +81,58 @@ class Connection:
     def __init__(self, sock: socket.socket):
         self.sock = sock
         sock.setblocking(False)
-        self._buf = bytearray()
-        self._fds: list[int] = []    # received, not yet given to a message
         self.closed = False
 
     def fileno(self) -> int:
         return self.sock.fileno()
 
-    def _fill(self) -> bool:
-        """Read what is waiting; False if nothing was."""
-        fds = array.array("i")
+    def _recv(self, n: int, fds: list[int]) -> bytes:
+        """Up to n bytes (b"" if none are waiting), descriptors appended to `fds`. The kernel
+        hands a message's descriptors to the read that takes its first byte and ends that
+        read there, so reading one message at a time keeps each with its own."""
+        a = array.array("i")
         try:
-            data, anc, _flags, _addr = self.sock.recvmsg(1 << 20, socket.CMSG_SPACE(MAX_FDS * fds.itemsize))
+            data, anc, _flags, _addr = self.sock.recvmsg(n, socket.CMSG_SPACE(MAX_FDS * a.itemsize))
         except (BlockingIOError, InterruptedError):
-            return False
+            return b""
         except ConnectionResetError:
             data, anc = b"", []
         if not data:
             self.closed = True
-            return False
         for level, kind, cdata in anc:
             if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-                fds.frombytes(cdata[:len(cdata) - len(cdata) % fds.itemsize])
-        self._buf += data
-        self._fds += list(fds)
-        return True
+                a.frombytes(cdata[:len(cdata) - len(cdata) % a.itemsize])
+        fds += list(a)
+        return data
+
+    def _exactly(self, n: int, fds: list[int]) -> bytes:
+        """n bytes of a message already begun (the client writes whole messages: wait)."""
+        out = bytearray()
+        self.sock.setblocking(True)
+        try:
+            while len(out) < n and not self.closed:
+                got = self._recv(n - len(out), fds)
+                if not got:
+                    raise ProtocolError("the client closed the socket inside a message")
+                out += got
+        finally:
+            self.sock.setblocking(False)
+        return bytes(out)
 
     def poll(self) -> list[Message]:
-        """Every whole message that has arrived (never blocks)."""
-        while self._fill():
-            pass
+        """Every whole message that has arrived (never blocks between messages)."""
         out = []
-        while len(self._buf) >= HDR.size:
-            id_, cmd, size, flags, err = HDR.unpack_from(self._buf)
+        while not self.closed:
+            fds: list[int] = []
+            head = self._recv(HDR.size, fds)
+            if not head:
+                break
+            if len(head) < HDR.size:
+                head += self._exactly(HDR.size - len(head), fds)
+            id_, cmd, size, flags, err = HDR.unpack(head)
             if size < HDR.size or size > MAX_XFER + 4096:
                 raise ProtocolError(f"message of {size} bytes")
-            if len(self._buf) < size:
-                break
-            payload = bytes(self._buf[HDR.size:size])
-            del self._buf[:size]
-            # a message's descriptors arrive with its first bytes: they are all this one's
-            fds, self._fds = self._fds, []
+            payload = self._exactly(size - HDR.size, fds) if size > HDR.size else b""
             out.append(Message(id_, cmd, flags, err, payload, fds))
         return out
 
@@ -217,8 +228,7 @@ class Server:
             text = p[4:].split(b"\0", 1)[0]
             self.client_caps = json.loads(text).get("capabilities", {}) if text else {}
             self.version = (0, min(minor, 1))
-            caps = {"capabilities": {"max_msg_fds": MAX_FDS, "max_data_xfer_size": MAX_XFER,
-                                     "pgsizes": 4096, "max_dma_maps": 1024}}
+            caps = {"capabilities": {"max_msg_fds": MAX_FDS, "max_data_xfer_size": MAX_XFER}}
             return struct.pack("<HH", *self.version) + json.dumps(caps).encode() + b"\0", []
         if m.cmd == DMA_MAP:
             argsz, flags, offset, addr, size = struct.unpack_from("<IIQQQ", p)
