@@ -148,14 +148,52 @@ def _newc(entries: list[tuple[str, int, bytes]]) -> bytes:
     return bytes(out)
 
 
+# Files the guest needs beyond busybox, from Debian 12's packages (pins.toml [vm]
+# guest_packages): ethtool and the libraries it links. (package, path in it, path in the guest)
+GUEST_FILES = [
+    ("ethtool", "usr/sbin/ethtool", "sbin/ethtool"),
+    ("libmnl0", "usr/lib/x86_64-linux-gnu/libmnl.so.0", "lib/x86_64-linux-gnu/libmnl.so.0"),
+    ("libc6", "lib/x86_64-linux-gnu/libc.so.6", "lib/x86_64-linux-gnu/libc.so.6"),
+    ("libc6", "lib64/ld-linux-x86-64.so.2", "lib64/ld-linux-x86-64.so.2"),
+]
+
+
+def guest_files(p: dict) -> list[tuple[str, int, bytes]]:
+    """GUEST_FILES' contents, from the pinned packages (apt-get download, dpkg-deb -x)."""
+    dl = VM / "dl"
+    shutil.rmtree(dl, ignore_errors=True)
+    dl.mkdir(parents=True)
+    out = []
+    try:
+        for pkg, ver in p["guest_packages"].items():
+            _log(f"apt-get download {pkg}={ver}")
+            subprocess.run(["apt-get", "download", f"{pkg}={ver}"], cwd=dl, check=True, capture_output=True)
+            deb = next(dl.glob(f"{pkg}_*.deb"))
+            tree = dl / pkg
+            subprocess.run(["dpkg-deb", "-x", str(deb), str(tree)], check=True)
+            for want_pkg, src, dst in GUEST_FILES:
+                if want_pkg != pkg:
+                    continue
+                f = tree / src
+                while f.is_symlink():   # resolve inside the package, not on this machine
+                    t = os.readlink(f)
+                    f = tree / t.lstrip("/") if t.startswith("/") else f.parent / t
+                out.append((dst, 0o100755, f.read_bytes()))
+    finally:
+        shutil.rmtree(dl, ignore_errors=True)
+    return out
+
+
 def build_initramfs(p: dict, dest: Path, module: Path) -> Path:
     busybox = Path("/bin/busybox")
-    want = {"busybox": p["host_packages"]["busybox-static"],
+    want = {"busybox": p["host_packages"]["busybox-static"], "guest": p["guest_packages"],
             "module": hashlib.sha256(module.read_bytes()).hexdigest(),
             "init": hashlib.sha256(INIT.encode()).hexdigest()}
     if _stamp_ok(dest, want):
         return dest
-    entries = [(d, 0o40755, b"") for d in ("bin", "sbin", "proc", "sys", "dev", "tmp", "run", "lib")]
+    entries = [(d, 0o40755, b"") for d in ("bin", "sbin", "proc", "sys", "dev", "tmp", "run", "lib",
+                                           "lib/x86_64-linux-gnu", "lib64")]
+    entries += guest_files(p)
     entries += [("bin/busybox", 0o100755, busybox.read_bytes()), ("init", 0o100755, INIT.encode()),
                 ("lib/offnic.ko", 0o100644, module.read_bytes())]
     dest.write_bytes(_newc(entries))
