@@ -40,28 +40,55 @@ def report(dut, out: session.Outcome) -> None:
 
 
 @cocotb.test()
-async def probe_ping(dut):
+async def probe_ping_ethtool(dut):
     """offnic.ko probes the NIC (BAR0 chain walk, MSI-X), port 0 comes up, the guest pings the
-    namespace peer across the NIC and the peer pings the guest."""
-    script = PRELUDE + r"""
+    namespace peer across the NIC; `ethtool -C` moderation settings are read back from the
+    NIC's completion-queue registers by the host, and `ethtool -c/-g/-S/-i` answer."""
+    from cocotb.triggers import Timer
+    from offnic_sim.host import regs
+    rx_frames, rx_usecs, tx_frames, tx_usecs = 7, 13, 5, 11
+    script = PRELUDE + rf"""
 ip link set eth0 up || exit 11
 ip addr add 192.0.2.2/24 dev eth0
-ping -c 3 -w 240 192.0.2.1; r=$?
-echo "ping exit $r"
-grep -i offnic /proc/interrupts
+ping -c 3 -w 240 192.0.2.1 || exit 12
+ethtool -i eth0 || exit 13
+ethtool -C eth0 rx-frames {rx_frames} rx-usecs {rx_usecs} tx-frames {tx_frames} tx-usecs {tx_usecs} || exit 14
+echo "ETHTOOL-SET"
+ethtool -c eth0 || exit 15
+ethtool -g eth0 || exit 16
+ethtool -S eth0 | head -40
+ping -c 2 -w 240 192.0.2.1 || exit 17
+grep -e '-eq' /proc/interrupts
 dmesg | grep -i offnic | tail -20
-exit $r
 """
-    out = await session.run(dut, script, [PeerSpec("192.0.2.1/24")], name="ping", timeout_s=900)
+    moderation = {}
+
+    async def check_registers(ctx):
+        while "ETHTOOL-SET" not in ctx["console"]():
+            await Timer(20, unit="us")
+        dev = ctx["device"]
+        for name, block in (("rx", regs.RX_CQS), ("tx", regs.TX_CQS)):
+            moderation[name] = list(zip(await dev.read_records(block, "mod_count"),
+                                        await dev.read_records(block, "mod_time_us")))
+
+    out = await session.run(dut, script, [PeerSpec("192.0.2.1/24")], name="ping", timeout_s=900,
+                            during=check_registers)
     report(dut, out)
+    dut._log.info(f"moderation registers (count, usecs) per CQ: {moderation}")
     assert out.exit_code == 0, f"guest script exit {out.exit_code}"
     assert " 0% packet loss" in out.console
     assert out.stats["device"]["msi"] > 0, "no MSI-X message reached the guest"
     assert out.stats["taps"][0].get("rx_frames", 0) >= 3   # the echo requests crossed the NIC into Linux
+    assert "driver: offnic" in out.console
+    # ethtool -c reads the driver's values; the registers show they reached the hardware
+    assert f"rx-usecs: {rx_usecs}" in out.console and f"rx-frames: {rx_frames}" in out.console
+    for name, want in (("rx", (rx_frames, rx_usecs)), ("tx", (tx_frames, tx_usecs))):
+        regs_ = moderation.get(name, [])
+        assert want in regs_, f"{name} CQ moderation {want} not in the NIC's registers: {regs_}"
 
 
-def test_probe_ping():
-    run_cocotb(NIC, __name__, testcase="probe_ping", fast=True)
+def test_probe_ping_ethtool():
+    run_cocotb(NIC, __name__, testcase="probe_ping_ethtool", fast=True)
 
 
 # The peer's side of the TCP test, run inside its namespace: serve BLOB_BYTES of seeded
@@ -95,8 +122,10 @@ BLOB_BYTES = 128 << 10
 @cocotb.test()
 async def tcp_frag_reload(dut):
     """Bulk TCP both ways (the guest fetches 128 KB from the peer over HTTP, the peer fetches
-    128 KB from the guest's busybox httpd; both compared by MD5), ICMP echoes of 4,000 B
-    (IP fragments across the NIC both ways, reassembled by each stack), then the module
+    128 KB from the guest's busybox httpd; both compared by MD5); ICMP echoes of 4,000 B
+    (IP fragments made by the guest's stack); the fragmentation offload: netdev MTU 9,000
+    over the 1,500 B wire, 8,000 B echoes leave as one datagram the NIC cuts, and the
+    peer's fragmented replies come back through the NIC's reassembly; then the module
     unloaded and loaded again with the port brought back up and pinging."""
     import hashlib
     import random
@@ -118,6 +147,12 @@ echo "HTTPD-READY"
 nc -l -p 8081 </dev/null >/dev/null || exit 22
 echo "PEER-DONE"
 ping -c 2 -s 4000 -w 240 192.0.2.1 || exit 23
+echo "FRAG-OFFLOAD"
+sysctl -w net.ipv4.ip_no_pmtu_disc=1 >/dev/null   # echoes without DF: the NIC refuses to cut DF datagrams
+ip link set eth0 mtu 9000 || exit 24
+ping -c 2 -s 8000 -w 240 192.0.2.1 || exit 25
+ethtool -S eth0 | grep -i -e frag -e reasm
+ip link set eth0 mtu 1500
 ip link set eth0 down
 rmmod offnic || exit 30
 insmod /lib/offnic.ko || exit 31
@@ -151,7 +186,9 @@ echo "RELOADED"
     tx = [line.split()[1] for line in out.console.splitlines() if line.startswith("tx ")]
     assert tx and f"fetched md5 {tx[0]} {BLOB_BYTES}" in peer_out.get("fetch", ""), \
         f"the peer received other bytes than the guest sent: {peer_out}"
-    assert "2 packets transmitted, 2 packets received" in out.console   # the 4,000 B echoes
+    assert "4008 bytes from 192.0.2.1" in out.console      # 4,000 B echoes, cut by the stacks
+    assert "8008 bytes from 192.0.2.1" in out.console      # 8,000 B echoes over a 9,000 B netdev MTU: cut by the NIC
+    assert out.console.count("2 packets transmitted, 2 packets received") >= 3
     assert "RELOADED" in out.console
     assert "Call Trace" not in out.console and "BUG" not in out.console
 

@@ -48,7 +48,7 @@ class Images:
 
 def _stamp_ok(path: Path, want: dict) -> bool:
     s = path.with_name(path.name + ".stamp")
-    return path.exists() and s.exists() and json.loads(s.read_text()) == want
+    return path.exists() and s.exists() and json.loads(s.read_text()) == json.loads(json.dumps(want))
 
 
 def _stamp(path: Path, want: dict) -> None:
@@ -151,9 +151,10 @@ def _newc(entries: list[tuple[str, int, bytes]]) -> bytes:
 # Files the guest needs beyond busybox, from Debian 12's packages (pins.toml [vm]
 # guest_packages): ethtool and the libraries it links. (package, path in it, path in the guest)
 GUEST_FILES = [
-    ("ethtool", "usr/sbin/ethtool", "sbin/ethtool"),
+    ("ethtool", "sbin/ethtool", "sbin/ethtool"),
     ("libmnl0", "usr/lib/x86_64-linux-gnu/libmnl.so.0", "lib/x86_64-linux-gnu/libmnl.so.0"),
     ("libc6", "lib/x86_64-linux-gnu/libc.so.6", "lib/x86_64-linux-gnu/libc.so.6"),
+    ("libc6", "lib/x86_64-linux-gnu/libm.so.6", "lib/x86_64-linux-gnu/libm.so.6"),
     ("libc6", "lib64/ld-linux-x86-64.so.2", "lib64/ld-linux-x86-64.so.2"),
 ]
 
@@ -186,7 +187,7 @@ def guest_files(p: dict) -> list[tuple[str, int, bytes]]:
 
 def build_initramfs(p: dict, dest: Path, module: Path) -> Path:
     busybox = Path("/bin/busybox")
-    want = {"busybox": p["host_packages"]["busybox-static"], "guest": p["guest_packages"],
+    want = {"busybox": p["host_packages"]["busybox-static"], "guest": p["guest_packages"], "files": GUEST_FILES,
             "module": hashlib.sha256(module.read_bytes()).hexdigest(),
             "init": hashlib.sha256(INIT.encode()).hexdigest()}
     if _stamp_ok(dest, want):

@@ -62,6 +62,7 @@ class NicDevice:
         self.host_size = self.lib.fastsim_host_mem_size()
         self.msi_addr = self.lib.fastsim_msi_addr()
         self.msix_block = self.n_msix = 0
+        self.blocks: dict[int, list[int]] = {}   # BAR0 offsets of the register blocks, by type
         self.cfg = bytearray(256)
         self._bar0_lo, self._bar0_hi = BAR0_FLAGS, 0
         self.eventfds: dict[int, int] = {}
@@ -75,6 +76,7 @@ class NicDevice:
         off, seen = 0, 0
         while True:
             kind = await self.bar.read_dword(off + 0x00)
+            self.blocks.setdefault(kind, []).append(off)
             if kind == regs.MSIX.type_id:
                 self.msix_block = off
                 self.n_msix = await self.bar.read_dword(off + regs.MSIX.regs["count"].offset)
@@ -99,6 +101,13 @@ class NicDevice:
         # MSI-X: table at the msix block's records, PBA at its pending register (BIR 0)
         struct.pack_into("<BBHII", c, MSIX_CAP, 0x11, 0x00, self.n_msix - 1,
                          self.msix_block + MSIX_TABLE, self.msix_block + regs.MSIX.regs["pending"].offset)
+
+    async def read_records(self, block, reg: str) -> list[int]:
+        """Register `reg` of every record of the first `block` (a regs.BlockType), read
+        from the host's side while the guest runs (for checking what the driver wrote)."""
+        base = self.blocks[block.type_id][0]
+        n = await self.bar.read_dword(base + block.regs["count"].offset)
+        return [await self.bar.read_dword(base + block.array.reg_offset(k, reg)) for k in range(n)]
 
     # ------------------------------------------------------------------ configuration space
     def cfg_read(self, off: int, n: int) -> bytes:
