@@ -6,10 +6,11 @@ and talks to the namespace peers; what the guest saw comes back on its serial co
 is checked here, with the NIC's MSI-X and the TAPs' counters.
 
 Needs root (chroot, namespaces, TAP) and Debian's archive for the VM pieces
-(`./offnic vm setup`); skips otherwise. Slow: each test boots a VM against a model that
-runs ~10,000x slower than a board, so they are marked `vm` and run with `./offnic test -m vm`.
+(`./offnic vm setup`; the first run builds them, about a minute); skips otherwise. Each
+test boots a VM against a model ~10,000x slower than a board: about 1 to 1.5 minutes
+each. They are marked `vm`: `./offnic test -m vm` runs only them, `-m "not vm"` skips them.
 """
-import os
+import re
 
 import cocotb
 import pytest
@@ -189,6 +190,12 @@ echo "RELOADED"
     assert "4008 bytes from 192.0.2.1" in out.console      # 4,000 B echoes, cut by the stacks
     assert "8008 bytes from 192.0.2.1" in out.console      # 8,000 B echoes over a 9,000 B netdev MTU: cut by the NIC
     assert out.console.count("2 packets transmitted, 2 packets received") >= 3
+    counters = {k: int(v) for k, v in re.findall(r"^\s+(nic_\w+): (\d+)$", out.console, re.M)}
+    # the guest's two 8,008 B datagrams were cut by the NIC (6 fragments each), and the
+    # peer's replies to both sizes reassembled by it (3 and 6 fragments each)
+    assert counters.get("nic_tx_frag_datagrams", 0) >= 2 and counters.get("nic_tx_frag_fragments", 0) >= 12, counters
+    assert counters.get("nic_reasm_reassembled", 0) >= 4 and counters.get("nic_reasm_fragments", 0) >= 18, counters
+    assert counters.get("nic_tx_frag_refused", 1) == 0 and counters.get("nic_reasm_bad_checksum", 1) == 0, counters
     assert "RELOADED" in out.console
     assert "Call Trace" not in out.console and "BUG" not in out.console
 

@@ -218,14 +218,16 @@ def ensure(module: Path | None = None) -> Images:
             if not b.ok:
                 raise RuntimeError(f"offnic.ko did not build:\n{b.log[-2000:]}")
         module = kdriver.MODULE
+    from filelock import FileLock
     p = pins()
     VM.mkdir(parents=True, exist_ok=True)
-    host_tools()
-    root = build_root(p)
-    guest = root / RUN_IN_ROOT.lstrip("/")
-    guest.mkdir(exist_ok=True)
-    kernel = extract_kernel(p, guest / "vmlinuz")
-    initramfs = build_initramfs(p, guest / "initramfs.cpio", module)
+    with FileLock(str(VM) + ".lock"):   # tests in parallel workers share the pieces
+        host_tools()
+        root = build_root(p)
+        guest = root / RUN_IN_ROOT.lstrip("/")
+        guest.mkdir(exist_ok=True)
+        kernel = extract_kernel(p, guest / "vmlinuz")
+        initramfs = build_initramfs(p, guest / "initramfs.cpio", module)
     return Images(root, kernel, initramfs, module)
 
 
