@@ -129,9 +129,7 @@ async def run(dut, script: str, peers: list[PeerSpec], *, name: str = "vm", time
         log = text()
         m = EXIT_RE.search(log)
         stats = {"vfio_user": server.stats, "device": dict(dev.counts), "msi_per_vector": list(dev.msi_count),
-                 "taps": [dict(t.counters) for t in taps], "qemu_rc": qemu.returncode,
-                 "dma_map_log": [tuple(hex(x) if isinstance(x, int) and not isinstance(x, bool) else x for x in e)
-                                 for e in dev.map_log]}
+                 "taps": [dict(t.counters) for t in taps], "qemu_rc": qemu.returncode}
         return Outcome(int(m.group(1)) if m else None, log, wall, sim_us, stats)
     finally:
         stack.close()
