@@ -118,6 +118,7 @@ else:
             time.sleep(0.5)
 """
 BLOB_BYTES = 128 << 10
+UDP_BYTES, UDP_COUNT = 8000, 5
 
 
 @cocotb.test()
@@ -126,7 +127,9 @@ async def tcp_frag_reload(dut):
     128 KB from the guest's busybox httpd; both compared by MD5); ICMP echoes of 4,000 B
     (IP fragments made by the guest's stack); the fragmentation offload: netdev MTU 9,000
     over the 1,500 B wire, 8,000 B echoes leave as one datagram the NIC cuts, and the
-    peer's fragmented replies come back through the NIC's reassembly; then the module
+    peer's fragmented replies come back through the NIC's reassembly, and so do 8,000 B UDP
+    datagrams, whose checksums the guest verifies (from the NIC's CHECKSUM_COMPLETE sum) before
+    counting them at a closed port; then the module
     unloaded and loaded again with the port brought back up and pinging."""
     import hashlib
     import random
@@ -152,6 +155,9 @@ echo "FRAG-OFFLOAD"
 sysctl -w net.ipv4.ip_no_pmtu_disc=1 >/dev/null   # echoes without DF: the NIC refuses to cut DF datagrams
 ip link set eth0 mtu 9000 || exit 24
 ping -c 2 -s 8000 -w 240 192.0.2.1 || exit 25
+echo "UDP-READY"
+n=0; while [ $n -lt 180 ]; do np=$(awk '/^Udp: [0-9]/ {{print $3}}' /proc/net/snmp); [ "$np" -ge {UDP_COUNT} ] && break; sleep 1; n=$((n+1)); done
+grep '^Udp:' /proc/net/snmp
 ethtool -S eth0 | grep -i -e frag -e reasm
 ip link set eth0 mtu 1500
 ip link set eth0 down
@@ -175,6 +181,15 @@ echo "RELOADED"
             while fetch.poll() is None:
                 await Timer(20, unit="us")
             peer_out["fetch"] = fetch.stdout.read()
+            while "UDP-READY" not in ctx["console"]():
+                await Timer(20, unit="us")
+            # 8,000 B UDP datagrams to a closed port: fragmented by the peer's stack,
+            # reassembled by the NIC; the guest counts each as NoPorts only if its UDP
+            # checksum (CHECKSUM_COMPLETE from the NIC) is right, else InCsumErrors
+            send = (f"import socket, random; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); "
+                    f"r = random.Random({seed}); "
+                    f"[s.sendto(r.randbytes({UDP_BYTES}), ('192.0.2.2', 9)) for _ in range({UDP_COUNT})]")
+            subprocess.run(["ip", "netns", "exec", ns.name, sys.executable, "-c", send], check=True)
         finally:
             server.kill()
             server.wait()
@@ -195,6 +210,9 @@ echo "RELOADED"
     # peer's replies to both sizes reassembled by it (3 and 6 fragments each)
     assert counters.get("nic_tx_frag_datagrams", 0) >= 2 and counters.get("nic_tx_frag_fragments", 0) >= 12, counters
     assert counters.get("nic_reasm_reassembled", 0) >= 4 and counters.get("nic_reasm_fragments", 0) >= 18, counters
+    udp = [line.split() for line in out.console.splitlines() if line.startswith("Udp:")]
+    udp = dict(zip(udp[0][1:], map(int, udp[1][1:]))) if len(udp) >= 2 else {}
+    assert udp.get("NoPorts", 0) >= UDP_COUNT and udp.get("InCsumErrors", 1) == 0, f"guest UDP counters {udp}"
     assert counters.get("nic_tx_frag_refused", 1) == 0 and counters.get("nic_reasm_bad_checksum", 1) == 0, counters
     assert "RELOADED" in out.console
     assert "Call Trace" not in out.console and "BUG" not in out.console
