@@ -93,7 +93,18 @@ def build_root(p: dict) -> Path:
     return root
 
 
+def check_kernel_matches_headers(p: dict) -> None:
+    """The guest kernel must be the one whose headers offnic.ko is built against (else the
+    module's vermagic is refused): say so plainly when Debian's headers have moved on."""
+    from offnic_sim.harness import kdriver
+    release = kdriver.kernel_dir().name.removeprefix("linux-headers-")
+    if p["kernel_package"] != f"linux-image-{release}":
+        raise RuntimeError(f"offnic.ko builds against the {release} headers but pins.toml [vm] names "
+                           f"{p['kernel_package']}: pin linux-image-{release} (and its version) instead")
+
+
 def extract_kernel(p: dict, dest: Path) -> Path:
+    check_kernel_matches_headers(p)
     want = {"package": p["kernel_package"], "version": p["kernel_version"]}
     if _stamp_ok(dest, want):
         return dest
