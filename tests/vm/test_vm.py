@@ -129,7 +129,7 @@ async def tcp_frag_reload(dut):
     over the 1,500 B wire, 8,000 B echoes leave as one datagram the NIC cuts, and the
     peer's fragmented replies come back through the NIC's reassembly, and so do 8,000 B UDP
     datagrams, whose checksums the guest verifies (from the NIC's CHECKSUM_COMPLETE sum) before
-    counting them at a closed port; then the module unloaded while a ping stream runs
+    counting them at a closed port; then the module unloaded while HTTP downloads run
     through the port, loaded again, the port brought back up and pinging."""
     import hashlib
     import random
@@ -160,10 +160,10 @@ n=0; while [ $n -lt 180 ]; do np=$(awk '/^Udp: [0-9]/ {{print $3}}' /proc/net/sn
 grep '^Udp:' /proc/net/snmp
 ethtool -S eth0 | grep -i -e frag -e reasm
 ip link set eth0 mtu 1500
-ping -i 0.2 -s 1000 192.0.2.1 >/dev/null 2>&1 &
+(while true; do wget -q -O /dev/null http://192.0.2.1:8000/blob; done) >/dev/null 2>&1 &
 p=$!
-sleep 3
-echo "UNLOAD-UNDER-TRAFFIC"
+a=$(cat /sys/class/net/eth0/statistics/rx_bytes); sleep 4; b=$(cat /sys/class/net/eth0/statistics/rx_bytes)
+echo "UNLOAD-UNDER-TRAFFIC $a $b"
 rmmod offnic || exit 30
 kill $p
 insmod /lib/offnic.ko || exit 31
@@ -194,6 +194,8 @@ echo "RELOADED"
                     f"r = random.Random({seed}); "
                     f"[s.sendto(r.randbytes({UDP_BYTES}), ('192.0.2.2', 9)) for _ in range({UDP_COUNT})]")
             subprocess.run(["ip", "netns", "exec", ns.name, sys.executable, "-c", send], check=True)
+            while "RELOADED" not in ctx["console"]():   # the server feeds the unload's traffic
+                await Timer(20, unit="us")
         finally:
             server.kill()
             server.wait()
@@ -219,6 +221,8 @@ echo "RELOADED"
     udp = dict(zip(udp[0][1:], map(int, udp[1][1:]))) if len(udp) >= 2 else {}
     assert udp.get("NoPorts", 0) >= UDP_COUNT and udp.get("InCsumErrors", 1) == 0, f"guest UDP counters {udp}"
     assert counters.get("nic_tx_frag_refused", 1) == 0 and counters.get("nic_reasm_bad_checksum", 1) == 0, counters
+    m = re.search(r"UNLOAD-UNDER-TRAFFIC (\d+) (\d+)", out.console)
+    assert m and int(m.group(2)) > int(m.group(1)), "no traffic was flowing when the module was unloaded"
     assert "RELOADED" in out.console
     assert "Call Trace" not in out.console and "BUG" not in out.console
 
