@@ -12,6 +12,7 @@ from pathlib import Path
 from offnic_sim.harness import runner
 from offnic_sim.harness import hw
 from offnic_sim.harness import regmap_codegen
+from offnic_sim.board import commands as board_commands
 
 ROOT = hw.ROOT
 LINT_DIR = ROOT / "hw" / "lint"
@@ -527,6 +528,7 @@ COMMANDS = {
     "vm": cmd_vm,
     "firmware": cmd_firmware,
 }
+COMMANDS.update(board_commands.COMMANDS)  # constraints, vivado, program, flash (sim/offnic_sim/board)
 
 
 def main(cmd: str, args: list[str]) -> int:

@@ -10,7 +10,7 @@ SIM = Path(__file__).resolve().parents[2] / "sim" / "offnic_sim"
 LAYERS = [
     {"net"},                      # protocols as bytes: Ethernet, IPv4 fragments, TCP
     {"harness"},                  # Chisel elaboration, Verilator models, cocotb runs
-    {"firmware", "fw"},           # the control processor's firmware: its build; its constants and models
+    {"firmware", "fw", "board"},  # the firmware's build, constants and models; the board flow's generators
     {"host", "linux"},            # the driver model and host; real Linux through TAPs
     {"fast"},                     # the fast whole-NIC harness (C++ partners through DPI-C)
     {"vm"},                       # offnic.ko in a Linux VM against the NIC: vfio-user server, QEMU pieces
