@@ -6,7 +6,9 @@ class, BAR0 sizing, the MSI-X capability pointing at the NIC's msix block); BAR0
 answered by the model (the register chain's first block type); a memfd shared with
 DMA_MAP is the harness's host memory at its address (written on one side, read on the
 other), and unmapped again; an eventfd given with SET_IRQS is signalled by a trigger and
-the NIC's table entry is programmed; bad requests are answered with errors, not hangs."""
+the NIC's table entry is programmed; bad requests (an unknown command, a truncated one, a
+foreign major version, reads past BAR0, a vector past the table) are answered with
+errors, and the server answers on after them."""
 import array
 import json
 import mmap
@@ -161,12 +163,16 @@ async def protocol_against_nic(dut):
     assert f & vu.F_ERROR, "a vector past the table must be refused"
     f, e, p = await c.call(99)
     assert f & vu.F_ERROR, "an unknown command must be answered with an error"
+    f, e, p = await c.call(vu.REGION_READ, b"\x01\x02")
+    assert f & vu.F_ERROR and e == 22, "a truncated request must be answered with EINVAL"
+    f, e, p = await c.call(vu.REGION_READ, struct.pack("<QII", 0, 0, 4))
+    assert int.from_bytes(p[16:20], "little") == regs.DEVICE_ID.type_id, "the server stopped answering"
 
     done.append(True)
     c.s.close()
     await server_task
     listener.close()
-    assert dev.counts["dma_maps"] == 1 and dev.counts["bar_reads"] == 5   # block type + 4 table words
+    assert dev.counts["dma_maps"] == 1 and dev.counts["bar_reads"] == 6   # block type twice + 4 table words
 
 
 def test_vfio_user_protocol():

@@ -198,8 +198,15 @@ class Server:
         self.stats[name] = self.stats.get(name, 0) + 1
         try:
             payload, fds = await self._dispatch(m)
-        except OSError as e:
+        except (struct.error, ValueError, IndexError) as e:   # a short or malformed payload: before the device
             self._close_fds(m)
+            e = OSError(errno.EINVAL, f"malformed {name}: {e}")
+            if self.log:
+                self.log.warning(f"vfio-user {name}: {e}")
+            if not m.no_reply:
+                conn.error(m, errno.EINVAL)
+            return
+        except OSError as e:   # descriptors: the device owns those it was given, _dispatch closed the rest
             if self.log:
                 self.log.warning(f"vfio-user {name}: {e}")
             if not m.no_reply:
@@ -220,7 +227,11 @@ class Server:
                 pass
 
     async def _dispatch(self, m: Message) -> tuple[bytes, list[int]]:
+        """The reply's payload and descriptors. Descriptors that came with `m` are handed to
+        the device (DMA_MAP, SET_IRQS), which owns them from then on, or closed here."""
         p, dev = m.payload, self.dev
+        if m.cmd not in (DMA_MAP, DEVICE_SET_IRQS):
+            self._close_fds(m)
         if m.cmd == VERSION:
             major, minor = struct.unpack_from("<HH", p)
             if major != 0:
@@ -259,6 +270,7 @@ class Server:
             argsz, flags, index, start, count = struct.unpack_from("<IIIII", p)
             data = p[20:argsz] if flags & SET_DATA_BOOL else b""
             if flags & SET_DATA_EVENTFD and m.fds and len(m.fds) != count:
+                self._close_fds(m)
                 raise OSError(errno.EINVAL, f"SET_IRQS: {len(m.fds)} descriptors for {count} interrupts")
             dev.set_irqs(index, flags, start, count, list(m.fds), data)
             return b"", []
