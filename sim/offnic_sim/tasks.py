@@ -498,6 +498,11 @@ def cmd_driver(args: list[str]) -> int:
     return 0 if clean else 1
 
 
+def cmd_vm(args: list[str]) -> int:
+    from offnic_sim.vm import vm_run
+    return vm_run.main(args)
+
+
 def cmd_results(args: list[str]) -> int:
     from offnic_sim.bench import results_status
     return results_status.main(args, rel=_rel)
@@ -520,6 +525,7 @@ COMMANDS = {
     "bench": cmd_bench,
     "results": cmd_results,
     "driver": cmd_driver,
+    "vm": cmd_vm,
     "firmware": cmd_firmware,
 }
 COMMANDS.update(board_commands.COMMANDS)  # constraints, vivado, program, flash (sim/offnic_sim/board)

@@ -13,6 +13,7 @@ LAYERS = [
     {"firmware", "fw", "board"},  # the firmware's build, constants and models; the board flow's generators
     {"host", "linux"},            # the driver model and host; real Linux through TAPs
     {"fast"},                     # the fast whole-NIC harness (C++ partners through DPI-C)
+    {"vm"},                       # offnic.ko in a Linux VM against the NIC: vfio-user server, QEMU pieces
     {"bench"},                    # the whole-NIC workload's machinery and reports
     {"frag", "cache", "toe"},     # each offload: models, benches, reports
     {"nic_workload", "tasks"},    # the commands and the demo's simulation
