@@ -220,6 +220,12 @@ DMA = BlockType(
         'wr_requests': Reg('wr_requests', 0x38, 'ro', 'Write request TLPs sent.', None, ()),
         'wr_done': Reg('wr_done', 0x3c, 'ro', 'Write descriptors completed.', None, ()),
         'wr_done_error': Reg('wr_done_error', 0x40, 'ro', 'Write descriptors completed with an error.', None, ()),
+        'arbitration': Reg('arbitration', 0x44, 'rw', 'How the host path and the TCP engine share the DMA engine (issue 17, DmaArbiter).', 0x0, (Field('fcfs', 0, 1, "1: round robin between the host and the engine; 0: host first (an engine descriptor goes only when no host one waits and the DMA engine's intake is idle)."), )),
+        'eng_rd_descs': Reg('eng_rd_descs', 0x48, 'ro', "The TCP engine's read descriptors (AXI4 read bursts) admitted.", None, ()),
+        'eng_rd_bytes': Reg('eng_rd_bytes', 0x4c, 'ro', "Bytes of the TCP engine's read descriptors.", None, ()),
+        'eng_wr_descs': Reg('eng_wr_descs', 0x50, 'ro', "The TCP engine's write descriptors admitted (one per run of strobed bytes).", None, ()),
+        'eng_wr_bytes': Reg('eng_wr_bytes', 0x54, 'ro', "Bytes of the TCP engine's write descriptors.", None, ()),
+        'eng_over_host': Reg('eng_over_host', 0x58, 'ro', 'Engine descriptors admitted while a host one waited (0 in host-first mode).', None, ()),
     },
 )
 

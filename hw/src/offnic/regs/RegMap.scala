@@ -204,7 +204,15 @@ object RegMap {
       ro("rd_done_error", 0x34, "Read descriptors completed with an error."),
       ro("wr_requests", 0x38, "Write request TLPs sent."),
       ro("wr_done", 0x3c, "Write descriptors completed."),
-      ro("wr_done_error", 0x40, "Write descriptors completed with an error.")
+      ro("wr_done_error", 0x40, "Write descriptors completed with an error."),
+      Reg("arbitration", 0x44, RW(0), "How the host path and the TCP engine share the DMA engine (issue 17, DmaArbiter).",
+        Seq(Field("fcfs", 0, 1, "1: round robin between the host and the engine; 0: host first (an engine " +
+          "descriptor goes only when no host one waits and the DMA engine's intake is idle)."))),
+      ro("eng_rd_descs", 0x48, "The TCP engine's read descriptors (AXI4 read bursts) admitted."),
+      ro("eng_rd_bytes", 0x4c, "Bytes of the TCP engine's read descriptors."),
+      ro("eng_wr_descs", 0x50, "The TCP engine's write descriptors admitted (one per run of strobed bytes)."),
+      ro("eng_wr_bytes", 0x54, "Bytes of the TCP engine's write descriptors."),
+      ro("eng_over_host", 0x58, "Engine descriptors admitted while a host one waited (0 in host-first mode).")
     )
   )
 
