@@ -171,7 +171,7 @@ def compare_from(got, want, what):
 
 # --- tests -------------------------------------------------------------------------------------
 
-@cocotb.test()
+@cocotb.test(timeout_time=200, timeout_unit="us")
 async def tx_words(dut):
     """XGMII words in (taken when xgmii_tx_ready), decoded by the model from the serdes output."""
     rng = random.Random(random.getrandbits(32))
@@ -208,7 +208,7 @@ async def tx_words(dut):
     assert errors > 20
 
 
-@cocotb.test()
+@cocotb.test(timeout_time=200, timeout_unit="us")
 async def rx_words(dut):
     """Blocks from the model, some corrupted, into the serdes input: the XGMII output is the
     model's decode of exactly the blocks sent."""
@@ -284,7 +284,7 @@ async def receive_all(sink, n, clock, limit):
     return got
 
 
-@cocotb.test()
+@cocotb.test(timeout_time=3000, timeout_unit="us")
 async def loopback(dut):
     """XgmiiSource -> PCS TX -> serdes loop -> PCS RX -> XgmiiSink, every frame size."""
     c = bench_config()
@@ -339,7 +339,7 @@ def judge(got, sent):
     return verdicts
 
 
-@cocotb.test()
+@cocotb.test(timeout_time=500, timeout_unit="us")
 async def bit_errors(dut):
     """Random bit flips on the line: no frame is corrupted silently."""
     rng = random.Random(random.getrandbits(32))
@@ -358,7 +358,7 @@ async def bit_errors(dut):
     cocotb.log.info("bit errors: %d flips, frames %s, counters %s", tb.loop.flips, dict(v), c)
 
 
-@cocotb.test()
+@cocotb.test(timeout_time=500, timeout_unit="us")
 async def slips(dut):
     """A bit lost and a bit gained on the line: lock lost, slips, lock again, traffic intact."""
     rng = random.Random(random.getrandbits(32))
@@ -391,7 +391,7 @@ async def slips(dut):
     cocotb.log.info("slips: %s", await tb.counters())
 
 
-@cocotb.test()
+@cocotb.test(timeout_time=2000, timeout_unit="us")
 async def hi_ber_and_lock(dut):
     """Invalid sync headers (hi_ber, local fault, recovery), noise (lock lost), relock."""
     tb = PcsTB(dut, loop=False)
@@ -466,3 +466,15 @@ def test_pcs(rate):
     c = RATES[rate]
     design = Design.of("phy.PcsTestTop", label=c["label"], ber_window_cycles=c["ber_window_cycles"], addr_bits=8)
     run_cocotb(design, __name__, bench=c)
+
+
+@cocotb.test()
+async def debug_dump(dut):
+    tb = PcsTB(dut, loop=False)
+    await tb.reset()
+    out = []
+    for _ in range(300):
+        await RisingEdge(dut.clock)
+        out.append(int(dut.serdes_tx_data.value))
+    import json
+    open("/tmp/pcs_dump.json", "w").write(json.dumps(out))

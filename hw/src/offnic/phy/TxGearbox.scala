@@ -13,8 +13,9 @@ class TxGearbox extends Module {
   val ready = IO(Output(Bool()))
   val out = IO(Output(UInt(64.W)))
 
-  // Bits held (not yet sent), the oldest in bit 0; `held` is 0, 2, .. 64.
-  private val buf = Reg(UInt(64.W))
+  // Bits held (not yet sent), the oldest in bit 0; `held` is 0, 2, .. 64. Bits above
+  // `held` are zero, so a new block is OR-ed in.
+  private val buf = RegInit(0.U(64.W))
   private val held = RegInit(0.U(7.W))
   private val outReg = Reg(UInt(64.W))
   ready := held =/= 64.U
@@ -29,6 +30,7 @@ class TxGearbox extends Module {
     held := held + 2.U
   }.otherwise {
     outReg := buf
+    buf := 0.U
     held := 0.U
   }
   out := outReg
