@@ -26,6 +26,7 @@ clock).
 """
 import collections
 import random
+import zlib
 
 import cocotb
 import pytest
@@ -45,7 +46,7 @@ PCS = regs.PCS.regs
 
 
 class PcsTB:
-    def __init__(self, dut, loop: bool):
+    def __init__(self, dut, loop: bool, sink: bool = False):
         self.dut = dut
         c = bench_config()
         self.window = c["ber_window_cycles"]
@@ -57,8 +58,8 @@ class PcsTB:
             self.loop = SerdesLoop(dut.serdes_tx_data, dut.serdes_rx_data, dut.clock, model=self.tx_model)
         else:
             self.source = BaseRSerdesSource(dut.serdes_rx_data, dut.clock)
-            self.sink = BaseRSerdesSink(dut.serdes_tx_data, dut.clock)
-            self.tx_model = self.sink.pcs
+            if sink:  # the model decoding the TX output (costs Python time every cycle)
+                self.tx_model = BaseRSerdesSink(dut.serdes_tx_data, dut.clock).pcs
         dut.xgmii_txd.value, dut.xgmii_txc.value = baser.IDLE_WORD
         cocotb.start_soon(self._monitor_rx())
 
@@ -175,7 +176,7 @@ def compare_from(got, want, what):
 async def tx_words(dut):
     """XGMII words in (taken when xgmii_tx_ready), decoded by the model from the serdes output."""
     rng = random.Random(random.getrandbits(32))
-    tb = PcsTB(dut, loop=False)
+    tb = PcsTB(dut, loop=False, sink=True)
     await tb.reset()
     words = [baser.IDLE_WORD] * 200 + [marker(rng)]
     for _ in range(3):
@@ -222,11 +223,14 @@ async def rx_words(dut):
 
     def corrupt(i, block):
         nonlocal bad_headers
-        if i < start or rng.random() > 0.03:
+        if i < start:
             return block
         header, payload = block
-        kind = rng.randrange(4)
-        if kind == 0 and (i % 64) < 8:  # a bad sync header, few enough to keep lock
+        forced = (i - start) % 200 == 100
+        if not forced and rng.random() > 0.03:
+            return block
+        kind = 0 if forced else rng.randrange(4)
+        if kind == 0 and (forced or (i % 64) < 8):  # a bad sync header, few enough to keep lock
             bad_headers += 1
             return header ^ rng.choice([1, 2]), payload
         if kind == 1 and header == baser.SYNC_CTRL:  # another block type (maybe none)
@@ -240,6 +244,7 @@ async def rx_words(dut):
     tb.source.send(words + [baser.IDLE_WORD] * 40)
     while not tb.source.idle():
         await RisingEdge(dut.clock)
+    tb.source.corrupt = None  # what was corrupted is on its way; counted once it arrived
     await ClockCycles(dut.clock, 60)
     # The model's receive side over every block sent.
     desc, coder = baser.Descrambler(), baser.RxCoder()
@@ -294,6 +299,8 @@ async def loopback(dut):
     sizes += [9000, 9014]
     frames = [rng.randbytes(n) for n in sizes]
     src, sink = await loopback_run(tb, frames, gaps=True, rng=rng)
+    # XgmiiSource drives data (0) during reset: the PCS's first words after it are /E/ blocks.
+    base = await tb.counters()
     got = await receive_all(sink, len(frames), dut.clock, 40 * sum(len(f) + 20 for f in frames) // 8)
     assert len(got) == len(frames), f"{len(got)} of {len(frames)} frames"
     for k, (g, f) in enumerate(zip(got, frames)):
@@ -302,8 +309,7 @@ async def loopback(dut):
     model_frames = split_frames(tb.tx_model.words)
     assert [f for f in model_frames] == [with_fcs(f) for f in frames]
     cnt = await tb.counters()
-    del cnt["rx_slips"]  # hunting for lock after reset
-    assert cnt == dict.fromkeys(cnt, 0), cnt
+    assert cnt == base, f"counted in traffic: {cnt}, after lock {base}"
 
 
 def split_frames(words):
@@ -329,12 +335,15 @@ def judge(got, sent):
     verdicts = collections.Counter()
     sent_set = {bytes(f) for f in sent}
     for g in got:
+        # The MAC frame is what follows the 8 bytes of /S/, preamble and SFD (a flipped bit
+        # there is no harm to the data; the MAC's preamble check is its own business).
+        data = bytes(g.data[8:])
         if g.ctrl is not None:
             verdicts["marked"] += 1
-        elif not g.check_fcs():
+        elif len(data) < 4 or zlib.crc32(data[:-4]).to_bytes(4, "little") != data[-4:]:
             verdicts["fcs"] += 1
         else:
-            assert bytes(g.get_payload()) in sent_set, "a frame with a good FCS that was never sent"
+            assert data[:-4] in sent_set, "a frame with a good FCS that was never sent"
             verdicts["good"] += 1
     return verdicts
 
@@ -400,7 +409,7 @@ async def hi_ber_and_lock(dut):
     lf = baser.LOCAL_FAULT_WORD
     # 15 invalid headers in a window: no hi_ber.
     base = len(tb.source.sent) + 10
-    tb.source.corrupt = lambda i, b: (b[0] ^ 3, b[1]) if base <= i < base + 60 and i % 4 == 0 else b
+    tb.source.corrupt = lambda i, b: (b[0] ^ 1, b[1]) if base <= i < base + 60 and i % 4 == 0 else b
     await ClockCycles(dut.clock, 120)
     assert dut.status_rx_hi_ber.value == 0 and dut.status_rx_block_lock.value == 1
     c = await tb.counters()
@@ -408,7 +417,7 @@ async def hi_ber_and_lock(dut):
     # 32 in 160 blocks (at most 13 in 64, so lock stays): one window holds 16 of them at least.
     await ClockCycles(dut.clock, tb.window + 10)
     base = len(tb.source.sent) + 10
-    tb.source.corrupt = lambda i, b: (b[0] ^ 3, b[1]) if base <= i < base + 160 and i % 5 == 0 else b
+    tb.source.corrupt = lambda i, b: (b[0] ^ 1, b[1]) if base <= i < base + 160 and i % 5 == 0 else b
     for _ in range(400):
         await RisingEdge(dut.clock)
         if dut.status_rx_hi_ber.value == 1:
@@ -467,14 +476,3 @@ def test_pcs(rate):
     design = Design.of("phy.PcsTestTop", label=c["label"], ber_window_cycles=c["ber_window_cycles"], addr_bits=8)
     run_cocotb(design, __name__, bench=c)
 
-
-@cocotb.test()
-async def debug_dump(dut):
-    tb = PcsTB(dut, loop=False)
-    await tb.reset()
-    out = []
-    for _ in range(300):
-        await RisingEdge(dut.clock)
-        out.append(int(dut.serdes_tx_data.value))
-    import json
-    open("/tmp/pcs_dump.json", "w").write(json.dumps(out))
