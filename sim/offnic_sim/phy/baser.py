@@ -16,7 +16,7 @@ Integers throughout: a block is (header, payload), header LSB first ("01" data =
 """
 from __future__ import annotations
 
-import re
+import functools
 from dataclasses import dataclass
 
 SYNC_DATA = 0b10
@@ -83,6 +83,7 @@ def lane_pattern(d: int, c: int) -> str:
     return out
 
 
+@functools.lru_cache(maxsize=4096)  # pure; idles and ordered sets repeat
 def encode(d: int, c: int) -> tuple[str, tuple[int, int]]:
     """An XGMII word's kind (C, S, T, D or E: T_TYPE) and its block (ERROR_BLOCK for E)."""
     if c == 0:
@@ -108,6 +109,7 @@ def encode(d: int, c: int) -> tuple[str, tuple[int, int]]:
     return KIND_OF_TYPE[t], (SYNC_CTRL, payload)
 
 
+@functools.lru_cache(maxsize=4096)
 def decode(block: tuple[int, int]) -> tuple[str, tuple[int, int]]:
     """A block's kind (R_TYPE) and its XGMII word (ERROR_WORD for kind E)."""
     header, payload = block

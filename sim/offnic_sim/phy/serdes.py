@@ -7,6 +7,7 @@ a clock, bit 0 first on the wire), built on the reference model in baser.py. coc
   flips) and every block sent is kept, so the exact receive output can be predicted;
 - BaseRSerdesSink decodes a PCS's transmit output through the model's gearbox, block
   lock, descrambler and coder into XGMII words;
+  with `forward`, every decoded word goes on into a BaseRSerdesSource (TX -> model -> RX);
 - SerdesLoop carries a PCS's transmit output to its receive input (optionally through a
   sink), with bit flips and bit slips on the way;
 - xgmii_frame_words lays a frame out as XGMII words, start in lane 0 or 4.
@@ -100,17 +101,22 @@ class BaseRSerdesSink:
     """Samples `data` (a PCS's serdes TX output) every rising edge into the model's receive
     chain; `pcs.words` are the XGMII words decoded in lock."""
 
-    def __init__(self, data, clock):
+    def __init__(self, data, clock, forward: BaseRSerdesSource | None = None):
         self.data = data
         self.clock = clock
         self.pcs = baser.RxPcs()
+        self.forward = forward  # a source that sends every decoded word on (a loop through the model)
         cocotb.start_soon(self._run())
 
     async def _run(self) -> None:
         edge = RisingEdge(self.clock)
+        words = self.pcs.words
         while True:
             await edge
+            n = len(words)
             self.pcs.push(int(self.data.value))
+            if self.forward is not None and len(words) > n:
+                self.forward.send(words[n:])
 
 
 class SerdesLoop:
