@@ -86,3 +86,8 @@ class BaseRPcs(val berWindowCycles: Int) extends Module {
   status.stat_rx_hi_ber := ber.stat_hi_ber
   status.stat_tx_error_block := enc.stat_tx_error_block
 }
+
+object BaseRPcs extends offnic.Elaboratable {
+  /** `ber_window_cycles` (20142: 125 us at 161.13 MHz, 10GBASE-R). */
+  def generate(p: offnic.Params): RawModule = new BaseRPcs(p.int("ber_window_cycles", 20142))
+}
