@@ -221,7 +221,7 @@ async def rx_words(dut):
     await tb.reset()
     tb.source.send([baser.IDLE_WORD] * 300)
     await tb.wait_lock()
-    start = len(tb.source.sent) + 20
+    start = len(tb.source.sent) + 100  # after the marker (block ~41 from here): it must arrive intact
     bad_headers = 0
 
     def corrupt(i, block):
@@ -384,7 +384,9 @@ async def bit_errors(dut):
     assert tb.loop.flips > 5 and v["good"] > 20, (tb.loop.flips, v)
     assert v["marked"] + v["fcs"] > 0, v
     c = await tb.counters()
-    assert c["rx_error_blocks"] > 0 or c["rx_bad_sync_headers"] > 0, c
+    # A frame marked bad got its /E/ from an error block, which was counted (a flipped
+    # data bit alone only breaks the FCS: no block error to count).
+    assert c["rx_error_blocks"] >= (1 if v["marked"] else 0), (c, v)
     cocotb.log.info("bit errors: %d flips, frames %s, counters %s", tb.loop.flips, dict(v), c)
 
 
