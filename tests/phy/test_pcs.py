@@ -221,6 +221,8 @@ async def rx_words(dut):
     await tb.reset()
     tb.source.send([baser.IDLE_WORD] * 300)
     await tb.wait_lock()
+    while not tb.source.idle():  # the idles queued for lock are out
+        await RisingEdge(dut.clock)
     start = len(tb.source.sent) + 100  # after the marker (block ~41 from here): it must arrive intact
     bad_headers = 0
 
