@@ -8,7 +8,7 @@ SIM = Path(__file__).resolve().parents[2] / "sim" / "offnic_sim"
 
 # Lower layers first. A package may import from its own package and from lower layers.
 LAYERS = [
-    {"net"},                      # protocols as bytes: Ethernet, IPv4 fragments, TCP
+    {"net", "phy"},               # protocols as bytes: Ethernet, IPv4 fragments, TCP; the BASE-R PCS model
     {"harness"},                  # Chisel elaboration, Verilator models, cocotb runs
     {"firmware", "fw", "board"},  # the firmware's build, constants and models; the board flow's generators
     {"host", "linux"},            # the driver model and host; real Linux through TAPs

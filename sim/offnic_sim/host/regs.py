@@ -412,5 +412,22 @@ TOE = BlockType(
     },
 )
 
+PCS = BlockType(
+    name='pcs', type_id=0x0ff10030, version=0x00010000,
+    window_bytes=0x40, doc="A port's 10GBASE-R / 25GBASE-R PCS (docs/phy.md): receive status and what went wrong on the line (counters wrap).",
+    regs={
+        'type': Reg('type', 0x00, 'const', 'Block type identifier.', 0xff10030, ()),
+        'version': Reg('version', 0x04, 'const', 'Block layout version (major 31:16, minor 15:0).', 0x10000, ()),
+        'next': Reg('next', 0x08, 'ro', 'Absolute BAR offset of the next block; 0 ends the chain.', None, ()),
+        'status': Reg('status', 0x0c, 'ro', 'Receive status now.', None, (Field('block_lock', 0, 1, 'Block lock: 64 valid sync headers in a row seen, fewer than 16 invalid in 64 since.'), Field('hi_ber', 1, 1, 'High bit error rate: 16 invalid sync headers within the BER window (125 us).'), Field('link_ok', 2, 1, 'Block lock and no hi_ber: received blocks reach the MAC (else it sees local fault).'), )),
+        'rx_bad_sync_headers': Reg('rx_bad_sync_headers', 0x10, 'ro', 'Invalid sync headers (00 or 11) received in block lock.', None, ()),
+        'rx_error_blocks': Reg('rx_error_blocks', 0x14, 'ro', 'Blocks received in lock and passed to the MAC as /E/: invalid block type or code, bad sync header, or out of sequence.', None, ()),
+        'rx_slips': Reg('rx_slips', 0x18, 'ro', 'Bit slips while hunting for block lock.', None, ()),
+        'rx_lock_losses': Reg('rx_lock_losses', 0x1c, 'ro', 'Times block lock was lost (16 invalid sync headers in 64).', None, ()),
+        'rx_hi_ber_events': Reg('rx_hi_ber_events', 0x20, 'ro', 'Times hi_ber rose.', None, ()),
+        'tx_error_blocks': Reg('tx_error_blocks', 0x24, 'ro', 'Blocks sent as /E/: XGMII words from the MAC that fit no block type or came out of sequence.', None, ()),
+    },
+)
+
 # Every block type by type id, for regblocks.discover().
-BLOCKS = {b.type_id: b for b in (DEVICE_ID, CLOCK, BAR_ACCESS, TX_QUEUES, RX_QUEUES, TX_CQS, RX_CQS, EQS, MSIX, ETH_PORT, DMA, TX_ENGINE, RX_ENGINE, RSS, REASM, CACHE, TOE,)}
+BLOCKS = {b.type_id: b for b in (DEVICE_ID, CLOCK, BAR_ACCESS, TX_QUEUES, RX_QUEUES, TX_CQS, RX_CQS, EQS, MSIX, ETH_PORT, DMA, TX_ENGINE, RX_ENGINE, RSS, REASM, CACHE, TOE, PCS,)}
