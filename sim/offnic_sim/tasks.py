@@ -12,6 +12,7 @@ from pathlib import Path
 from offnic_sim.harness import runner
 from offnic_sim.harness import hw
 from offnic_sim.harness import regmap_codegen
+from offnic_sim.board import commands as board_commands
 
 ROOT = hw.ROOT
 LINT_DIR = ROOT / "hw" / "lint"
@@ -511,6 +512,11 @@ def cmd_driver(args: list[str]) -> int:
     return 0 if clean else 1
 
 
+def cmd_vm(args: list[str]) -> int:
+    from offnic_sim.vm import vm_run
+    return vm_run.main(args)
+
+
 def cmd_results(args: list[str]) -> int:
     from offnic_sim.bench import results_status
     return results_status.main(args, rel=_rel)
@@ -533,8 +539,10 @@ COMMANDS = {
     "bench": cmd_bench,
     "results": cmd_results,
     "driver": cmd_driver,
+    "vm": cmd_vm,
     "firmware": cmd_firmware,
 }
+COMMANDS.update(board_commands.COMMANDS)  # constraints, vivado, program, flash (sim/offnic_sim/board)
 
 
 def main(cmd: str, args: list[str]) -> int:

@@ -311,6 +311,14 @@
 #define OFFNIC_RB_DMA_REG_WR_REQUESTS 0x38
 #define OFFNIC_RB_DMA_REG_WR_DONE 0x3c
 #define OFFNIC_RB_DMA_REG_WR_DONE_ERROR 0x40
+#define OFFNIC_RB_DMA_REG_ARBITRATION 0x44
+#define OFFNIC_RB_DMA_REG_ARBITRATION_FCFS_SHIFT 0
+#define OFFNIC_RB_DMA_REG_ARBITRATION_FCFS_MASK 0x00000001u
+#define OFFNIC_RB_DMA_REG_ENG_RD_DESCS 0x48
+#define OFFNIC_RB_DMA_REG_ENG_RD_BYTES 0x4c
+#define OFFNIC_RB_DMA_REG_ENG_WR_DESCS 0x50
+#define OFFNIC_RB_DMA_REG_ENG_WR_BYTES 0x54
+#define OFFNIC_RB_DMA_REG_ENG_OVER_HOST 0x58
 
 /* tx_engine: The transmit engine: packets sent from the TX queues and what went wrong (counters wrap). */
 #define OFFNIC_RB_TX_ENGINE_TYPE 0x0ff10022u
@@ -513,8 +521,29 @@
 #define OFFNIC_RB_TOE_REG_TX_DROPS 0x80
 #define OFFNIC_RB_TOE_REG_TX_READ_ERRORS 0x84
 
+/* pcs: A port's 10GBASE-R / 25GBASE-R PCS (docs/phy.md): receive status and what went wrong on the line (counters wrap). */
+#define OFFNIC_RB_PCS_TYPE 0x0ff10030u
+#define OFFNIC_RB_PCS_VERSION 0x00010000u
+#define OFFNIC_RB_PCS_WINDOW 0x40
+#define OFFNIC_RB_PCS_REG_TYPE 0x00
+#define OFFNIC_RB_PCS_REG_VERSION 0x04
+#define OFFNIC_RB_PCS_REG_NEXT 0x08
+#define OFFNIC_RB_PCS_REG_STATUS 0x0c
+#define OFFNIC_RB_PCS_REG_STATUS_BLOCK_LOCK_SHIFT 0
+#define OFFNIC_RB_PCS_REG_STATUS_BLOCK_LOCK_MASK 0x00000001u
+#define OFFNIC_RB_PCS_REG_STATUS_HI_BER_SHIFT 1
+#define OFFNIC_RB_PCS_REG_STATUS_HI_BER_MASK 0x00000002u
+#define OFFNIC_RB_PCS_REG_STATUS_LINK_OK_SHIFT 2
+#define OFFNIC_RB_PCS_REG_STATUS_LINK_OK_MASK 0x00000004u
+#define OFFNIC_RB_PCS_REG_RX_BAD_SYNC_HEADERS 0x10
+#define OFFNIC_RB_PCS_REG_RX_ERROR_BLOCKS 0x14
+#define OFFNIC_RB_PCS_REG_RX_SLIPS 0x18
+#define OFFNIC_RB_PCS_REG_RX_LOCK_LOSSES 0x1c
+#define OFFNIC_RB_PCS_REG_RX_HI_BER_EVENTS 0x20
+#define OFFNIC_RB_PCS_REG_TX_ERROR_BLOCKS 0x24
+
 /* fw: The control processor (PicoRV32) and its firmware: core reset and image load, version and state, the mailbox (command and response buffers, a doorbell each way), the firmware's events and its log ring. Loading an image: clear control.run (the core is held in reset), write each word with image_addr then image_data, set control.run. The firmware's events and responses are counted in notify_count and flagged in status; they do not yet go through the event queues (the host polls). */
-#define OFFNIC_RB_FW_TYPE 0x0ff10030u
+#define OFFNIC_RB_FW_TYPE 0x0ff10031u
 #define OFFNIC_RB_FW_VERSION 0x00010000u
 #define OFFNIC_RB_FW_WINDOW 0x100
 #define OFFNIC_RB_FW_REG_TYPE 0x00

@@ -8,11 +8,12 @@ SIM = Path(__file__).resolve().parents[2] / "sim" / "offnic_sim"
 
 # Lower layers first. A package may import from its own package and from lower layers.
 LAYERS = [
-    {"net"},                      # protocols as bytes: Ethernet, IPv4 fragments, TCP
+    {"net", "phy"},               # protocols as bytes: Ethernet, IPv4 fragments, TCP; the BASE-R PCS model
     {"harness"},                  # Chisel elaboration, Verilator models, cocotb runs
-    {"firmware", "fw"},           # the control processor's firmware: its build; its constants and models
+    {"firmware", "fw", "board"},  # the firmware's build, constants and models; the board flow's generators
     {"host", "linux"},            # the driver model and host; real Linux through TAPs
     {"fast"},                     # the fast whole-NIC harness (C++ partners through DPI-C)
+    {"vm"},                       # offnic.ko in a Linux VM against the NIC: vfio-user server, QEMU pieces
     {"bench"},                    # the whole-NIC workload's machinery and reports
     {"frag", "cache", "toe"},     # each offload: models, benches, reports
     {"nic_workload", "tasks"},    # the commands and the demo's simulation

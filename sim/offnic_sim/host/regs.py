@@ -220,6 +220,12 @@ DMA = BlockType(
         'wr_requests': Reg('wr_requests', 0x38, 'ro', 'Write request TLPs sent.', None, ()),
         'wr_done': Reg('wr_done', 0x3c, 'ro', 'Write descriptors completed.', None, ()),
         'wr_done_error': Reg('wr_done_error', 0x40, 'ro', 'Write descriptors completed with an error.', None, ()),
+        'arbitration': Reg('arbitration', 0x44, 'rw', 'How the host path and the TCP engine share the DMA engine (issue 17, DmaArbiter).', 0x0, (Field('fcfs', 0, 1, "1: round robin between the host and the engine; 0: host first (an engine descriptor goes only when no host one waits and the DMA engine's intake is idle)."), )),
+        'eng_rd_descs': Reg('eng_rd_descs', 0x48, 'ro', "The TCP engine's read descriptors (AXI4 read bursts) admitted.", None, ()),
+        'eng_rd_bytes': Reg('eng_rd_bytes', 0x4c, 'ro', "Bytes of the TCP engine's read descriptors.", None, ()),
+        'eng_wr_descs': Reg('eng_wr_descs', 0x50, 'ro', "The TCP engine's write descriptors admitted (one per run of strobed bytes).", None, ()),
+        'eng_wr_bytes': Reg('eng_wr_bytes', 0x54, 'ro', "Bytes of the TCP engine's write descriptors.", None, ()),
+        'eng_over_host': Reg('eng_over_host', 0x58, 'ro', 'Engine descriptors admitted while a host one waited (0 in host-first mode).', None, ()),
     },
 )
 
@@ -406,11 +412,28 @@ TOE = BlockType(
     },
 )
 
-FW = BlockType(
-    name='fw', type_id=0x0ff10030, version=0x00010000,
-    window_bytes=0x100, doc="The control processor (PicoRV32) and its firmware: core reset and image load, version and state, the mailbox (command and response buffers, a doorbell each way), the firmware's events and its log ring. Loading an image: clear control.run (the core is held in reset), write each word with image_addr then image_data, set control.run. The firmware's events and responses are counted in notify_count and flagged in status; they do not yet go through the event queues (the host polls).",
+PCS = BlockType(
+    name='pcs', type_id=0x0ff10030, version=0x00010000,
+    window_bytes=0x40, doc="A port's 10GBASE-R / 25GBASE-R PCS (docs/phy.md): receive status and what went wrong on the line (counters wrap).",
     regs={
         'type': Reg('type', 0x00, 'const', 'Block type identifier.', 0xff10030, ()),
+        'version': Reg('version', 0x04, 'const', 'Block layout version (major 31:16, minor 15:0).', 0x10000, ()),
+        'next': Reg('next', 0x08, 'ro', 'Absolute BAR offset of the next block; 0 ends the chain.', None, ()),
+        'status': Reg('status', 0x0c, 'ro', 'Receive status now.', None, (Field('block_lock', 0, 1, 'Block lock: 64 valid sync headers in a row seen, fewer than 16 invalid in 64 since.'), Field('hi_ber', 1, 1, 'High bit error rate: 16 invalid sync headers within the BER window (125 us).'), Field('link_ok', 2, 1, 'Block lock and no hi_ber: received blocks reach the MAC (else it sees local fault).'), )),
+        'rx_bad_sync_headers': Reg('rx_bad_sync_headers', 0x10, 'ro', 'Invalid sync headers (00 or 11) received in block lock.', None, ()),
+        'rx_error_blocks': Reg('rx_error_blocks', 0x14, 'ro', 'Blocks received in lock and passed to the MAC as /E/: invalid block type or code, bad sync header, or out of sequence.', None, ()),
+        'rx_slips': Reg('rx_slips', 0x18, 'ro', 'Bit slips while hunting for block lock.', None, ()),
+        'rx_lock_losses': Reg('rx_lock_losses', 0x1c, 'ro', 'Times block lock was lost (16 invalid sync headers in 64).', None, ()),
+        'rx_hi_ber_events': Reg('rx_hi_ber_events', 0x20, 'ro', 'Times hi_ber rose.', None, ()),
+        'tx_error_blocks': Reg('tx_error_blocks', 0x24, 'ro', 'Blocks sent as /E/: XGMII words from the MAC that fit no block type or came out of sequence.', None, ()),
+    },
+)
+
+FW = BlockType(
+    name='fw', type_id=0x0ff10031, version=0x00010000,
+    window_bytes=0x100, doc="The control processor (PicoRV32) and its firmware: core reset and image load, version and state, the mailbox (command and response buffers, a doorbell each way), the firmware's events and its log ring. Loading an image: clear control.run (the core is held in reset), write each word with image_addr then image_data, set control.run. The firmware's events and responses are counted in notify_count and flagged in status; they do not yet go through the event queues (the host polls).",
+    regs={
+        'type': Reg('type', 0x00, 'const', 'Block type identifier.', 0xff10031, ()),
         'version': Reg('version', 0x04, 'const', 'Block layout version (major 31:16, minor 15:0).', 0x10000, ()),
         'next': Reg('next', 0x08, 'ro', 'Absolute BAR offset of the next block; 0 ends the chain.', None, ()),
         'control': Reg('control', 0x0c, 'rw', 'Core control.', 0x1, (Field('run', 0, 1, "The core runs; 0 holds it (and the firmware's registers, mailbox flags and event queue) in reset. Images load only while it is 0."), )),
@@ -474,4 +497,4 @@ FW = BlockType(
 )
 
 # Every block type by type id, for regblocks.discover().
-BLOCKS = {b.type_id: b for b in (DEVICE_ID, CLOCK, BAR_ACCESS, TX_QUEUES, RX_QUEUES, TX_CQS, RX_CQS, EQS, MSIX, ETH_PORT, DMA, TX_ENGINE, RX_ENGINE, RSS, REASM, CACHE, TOE, FW,)}
+BLOCKS = {b.type_id: b for b in (DEVICE_ID, CLOCK, BAR_ACCESS, TX_QUEUES, RX_QUEUES, TX_CQS, RX_CQS, EQS, MSIX, ETH_PORT, DMA, TX_ENGINE, RX_ENGINE, RSS, REASM, CACHE, TOE, PCS, FW,)}

@@ -79,6 +79,12 @@ class Nic(val c: DeviceRegsParams, val p: NicParams, val portMbps: Seq[Int], val
   dma.s_axis_rc <> s_axis_rc
   dma.cfg_max_payload := cfg_max_payload
   dma.cfg_max_read_req := cfg_max_read_req
+  // The host path shares the DMA engine with the TCP engine's bridge (DmaArbiter: host first
+  // or FCFS); below, `dmaHost` is the host path's view of the engine.
+  private val dmaHost = Module(new DmaArbiter(p.dma, DmaShare.EngRamBits, DmaShare.EngRamBase, DmaShare.EngTag,
+    DmaShare.EngTagMask))
+  DmaShare.connect(dma, dmaHost, dmaB)
+  DmaShare.noEngine(dmaHost) // until TcpOffload joins the NIC (issue 17, step 2)
 
   private val txRam = Seq.fill(2)(Module(new DmaRam(TxRamAddrBits, 2, TxRamBytes)))
   private val rxRam = Module(new DmaRam(16, 2))
@@ -90,7 +96,7 @@ class Nic(val c: DeviceRegsParams, val p: NicParams, val portMbps: Seq[Int], val
   // splits the descriptor region). Appends from the cache write the TX RAMs too, in the
   // cycles the DMA engine leaves free.
   private val cache = Module(new PayloadCache(p.cache, RamAddrBits, TagCacheInsert))
-  private val wr = dma.ram_wr
+  private val wr = dmaHost.host_ram_wr
   private val wrCache = wr.addr(RamAddrBits - 6)
   private val wrRegion = wr.addr(14, 13)
   private def landIn(ram: DmaRamWrite, hit: Bool): Unit = {
@@ -115,7 +121,7 @@ class Nic(val c: DeviceRegsParams, val p: NicParams, val portMbps: Seq[Int], val
   m_axi <> cache.m_axi
 
   // DMA writes take their bytes from the RX RAM (region 0) or the completion RAM (region 2).
-  private val rd = dma.ram_rd
+  private val rd = dmaHost.host_ram_rd
   private val rdCpl = rd.addr(12, 11) === 2.U
   private val rdMapped = rd.addr(RamAddrBits - 6, 13) === 0.U // nothing else is ever a source
   rxRam.rd.en := rd.en && rdMapped && !rdCpl
@@ -238,8 +244,8 @@ class Nic(val c: DeviceRegsParams, val p: NicParams, val portMbps: Seq[Int], val
   rdArb.io.in(1) <> txFetch.m_rd_desc
   rdArb.io.in(2) <> rxFetch.m_rd_desc
   rdArb.io.in(3) <> cache.m_rd_desc
-  dma.s_rd_desc <> rdArb.io.out
-  private val rs = dma.m_rd_status
+  dmaHost.s_host_rd_desc <> rdArb.io.out
+  private val rs = dmaHost.m_host_rd_status
   rs.ready := true.B
   private val rsKind = rs.bits.tag(7, 6)
   for (pt <- 0 until 2) {
@@ -259,8 +265,8 @@ class Nic(val c: DeviceRegsParams, val p: NicParams, val portMbps: Seq[Int], val
   private val wrArb = Module(new RRArbiter(new DmaDesc(RamAddrBits), 2))
   wrArb.io.in(0) <> rx.m_wr_desc
   wrArb.io.in(1) <> cpl.m_wr_desc
-  dma.s_wr_desc <> wrArb.io.out
-  private val ws = dma.m_wr_status
+  dmaHost.s_host_wr_desc <> wrArb.io.out
+  private val ws = dmaHost.m_host_wr_status
   ws.ready := true.B
   rx.s_wr_status.valid := ws.valid && ws.bits.tag === 0.U
   rx.s_wr_status.bits := ws.bits
@@ -340,6 +346,7 @@ class Nic(val c: DeviceRegsParams, val p: NicParams, val portMbps: Seq[Int], val
   dmaB.hw.value("wr_requests") := StatCounter(sw.req)
   dmaB.hw.value("wr_done") := StatCounter(sw.done)
   dmaB.hw.value("wr_done_error") := StatCounter(sw.done_error)
+  DmaShare.count(dmaHost, dmaB)
 
   txeB.hw.value("packets") := StatCounter(tx.stat_packet.map(_.valid))
   bytes(txeB, "bytes_lo", "bytes_hi", tx.stat_packet)

@@ -36,6 +36,9 @@ class DmaEngine(val p: DmaParams) extends Module {
   val cfg_max_read_req = IO(Input(UInt(3.W)))
   val stat_rd = IO(Output(new DmaReadStats))
   val stat_wr = IO(Output(new DmaWriteStats))
+  /** Nothing waits in the read / write intake (DmaRead.intake_idle), for DmaArbiter. */
+  val rd_intake_idle = IO(Output(Bool()))
+  val wr_intake_idle = IO(Output(Bool()))
 
   private val rd = Module(new DmaRead(p))
   rd.s_desc <> s_rd_desc
@@ -44,6 +47,7 @@ class DmaEngine(val p: DmaParams) extends Module {
   ram_wr <> rd.ram_wr
   rd.cfg_max_read_req := cfg_max_read_req
   stat_rd := rd.stat
+  rd_intake_idle := rd.intake_idle
 
   private val wr = Module(new DmaWrite(p))
   wr.s_desc <> s_wr_desc
@@ -51,6 +55,7 @@ class DmaEngine(val p: DmaParams) extends Module {
   ram_rd <> wr.ram_rd
   wr.cfg_max_payload := cfg_max_payload
   stat_wr := wr.stat
+  wr_intake_idle := wr.intake_idle
 
   RqArbiter(Seq(rd.m_axis_rq, wr.m_axis_rq), m_axis_rq)
 }

@@ -64,6 +64,9 @@ class DmaRead(val p: DmaParams) extends Module {
   val ram_wr = IO(new DmaRamWrite(p.ramAddrBits))
   val cfg_max_read_req = IO(Input(UInt(3.W)))
   val stat = IO(Output(new DmaReadStats))
+  /** No descriptor waits in the intake or is being cut into requests (for DmaArbiter's
+    * host-first admission: what is admitted while this is high is next in line). */
+  val intake_idle = IO(Output(Bool()))
 
   private val tagBits = log2Ceil(p.tags)
   private val slotBits = log2Ceil(p.descSlots)
@@ -106,6 +109,7 @@ class DmaRead(val p: DmaParams) extends Module {
 
   private val (anySlotFree, freeSlot) = DmaUtil.lowestSet(slotActive.map(!_))
   descQ.ready := !busy && anySlotFree
+  intake_idle := !descQ.valid && !busy
   when(descQ.fire) {
     val d = descQ.bits
     val bad = d.len > DmaParams.MaxLen.U

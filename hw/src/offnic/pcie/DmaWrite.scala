@@ -38,6 +38,8 @@ class DmaWrite(val p: DmaParams) extends Module {
   val ram_rd = IO(new DmaRamRead(p.ramAddrBits))
   val cfg_max_payload = IO(Input(UInt(3.W)))
   val stat = IO(Output(new DmaWriteStats))
+  /** No descriptor waits in the intake or is being cut into TLPs (see DmaRead.intake_idle). */
+  val intake_idle = IO(Output(Bool()))
 
   private val beatBits = log2Ceil((p.maxPayloadBytes + 16) / 32 + 2)
   private val dwBits = log2Ceil(p.maxPayloadBytes / 4 + 5) + 1
@@ -122,6 +124,7 @@ class DmaWrite(val p: DmaParams) extends Module {
     when(t.last) { busy := false.B }
   }
   descQ.io.deq.ready := !busy || (tlpQ.io.enq.fire && t.last)
+  intake_idle := !descQ.io.deq.valid && !busy
   when(descQ.io.deq.fire) {
     val d = descQ.io.deq.bits
     busy := true.B

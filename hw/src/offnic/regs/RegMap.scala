@@ -204,7 +204,15 @@ object RegMap {
       ro("rd_done_error", 0x34, "Read descriptors completed with an error."),
       ro("wr_requests", 0x38, "Write request TLPs sent."),
       ro("wr_done", 0x3c, "Write descriptors completed."),
-      ro("wr_done_error", 0x40, "Write descriptors completed with an error.")
+      ro("wr_done_error", 0x40, "Write descriptors completed with an error."),
+      Reg("arbitration", 0x44, RW(0), "How the host path and the TCP engine share the DMA engine (issue 17, DmaArbiter).",
+        Seq(Field("fcfs", 0, 1, "1: round robin between the host and the engine; 0: host first (an engine " +
+          "descriptor goes only when no host one waits and the DMA engine's intake is idle)."))),
+      ro("eng_rd_descs", 0x48, "The TCP engine's read descriptors (AXI4 read bursts) admitted."),
+      ro("eng_rd_bytes", 0x4c, "Bytes of the TCP engine's read descriptors."),
+      ro("eng_wr_descs", 0x50, "The TCP engine's write descriptors admitted (one per run of strobed bytes)."),
+      ro("eng_wr_bytes", 0x54, "Bytes of the TCP engine's write descriptors."),
+      ro("eng_over_host", 0x58, "Engine descriptors admitted while a host one waited (0 in host-first mode).")
     )
   )
 
@@ -398,10 +406,28 @@ object RegMap {
     ) ++ ToeCounters.zipWithIndex.map { case ((n, d), i) => ro(n, 0x20 + 4 * i, d) }
   )
 
+  val Pcs = BlockType(
+    "pcs", 0x0ff10030L, 0x00010000L,
+    "A port's 10GBASE-R / 25GBASE-R PCS (docs/phy.md): receive status and what went wrong on the line (counters wrap).",
+    Seq(
+      Reg("status", 0x0c, RO, "Receive status now.",
+        Seq(Field("block_lock", 0, 1, "Block lock: 64 valid sync headers in a row seen, fewer than 16 invalid in 64 since."),
+          Field("hi_ber", 1, 1, "High bit error rate: 16 invalid sync headers within the BER window (125 us)."),
+          Field("link_ok", 2, 1, "Block lock and no hi_ber: received blocks reach the MAC (else it sees local fault)."))),
+      ro("rx_bad_sync_headers", 0x10, "Invalid sync headers (00 or 11) received in block lock."),
+      ro("rx_error_blocks", 0x14, "Blocks received in lock and passed to the MAC as /E/: invalid block type or " +
+        "code, bad sync header, or out of sequence."),
+      ro("rx_slips", 0x18, "Bit slips while hunting for block lock."),
+      ro("rx_lock_losses", 0x1c, "Times block lock was lost (16 invalid sync headers in 64)."),
+      ro("rx_hi_ber_events", 0x20, "Times hi_ber rose."),
+      ro("tx_error_blocks", 0x24, "Blocks sent as /E/: XGMII words from the MAC that fit no block type or came out of sequence.")
+    )
+  )
+
   val Fw = RegMapFw.Fw // the control processor's block, defined in RegMapFw.scala
 
   /** Every block type, in the order the documentation lists them. */
   val blocks: Seq[BlockType] = Seq(DeviceId, Clock, BarAccess, TxQueues, RxQueues, TxCqs, RxCqs, Eqs, Msix,
-    EthPort, Dma, TxEngine, RxEngine, Rss, Reasm, Cache, Toe, Fw)
+    EthPort, Dma, TxEngine, RxEngine, Rss, Reasm, Cache, Toe, Pcs, Fw)
   require(blocks.map(_.typeId).distinct.size == blocks.size, "two block types share a type id")
 }

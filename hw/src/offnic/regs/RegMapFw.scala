@@ -11,7 +11,7 @@ object RegMapFw {
   val LogWords = 512 // fw_bus.h FW_LOG_RECORDS * FW_LOG_RECORD_WORDS
 
   val Fw = BlockType(
-    "fw", 0x0ff10030L, 0x00010000L,
+    "fw", 0x0ff10031L, 0x00010000L,
     "The control processor (PicoRV32) and its firmware: core reset and image load, version and state, the " +
       "mailbox (command and response buffers, a doorbell each way), the firmware's events and its log ring. " +
       "Loading an image: clear control.run (the core is held in reset), write each word with image_addr then " +
