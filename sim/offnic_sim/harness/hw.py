@@ -40,7 +40,7 @@ def digest(*parts: object) -> str:
 
 def hw_sources_digest() -> str:
     """Hash of everything that determines the generated RTL: the Chisel sources, build.sc,
-    and the Chisel and Mill pins (not the rest of pins.toml: a new tool for the driver or
+    and the Chisel, Mill and PicoRV32 pins (not the rest of pins.toml: a new tool for the driver or
     the firmware does not change the hardware, nor stale what was measured on it)."""
     files = sorted((ROOT / "hw" / "src").rglob("*.scala")) + [ROOT / "build.sc"]
     h = hashlib.sha256()
