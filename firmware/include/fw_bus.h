@@ -8,8 +8,10 @@
  *   FW_NIC_BASE    the NIC's register map exactly as the host sees it in BAR0: block offsets
  *                  and registers from the generated sw-driver/include/offnic_regs.h
  *   FW_BUS_BASE    the firmware's own registers below (FW_REG_*), the command/response
- *                  buffers and the log ring; the host reaches them through a register block
- *                  of its own in BAR0 (next increment)
+ *                  buffers and the log ring; the host reaches them through the `fw` block
+ *                  of its map (OFFNIC_RB_FW_*: cmd_*, rsp_*, doorbells, events, log_index/log_data)
+ *
+ * The hardware: hw/src/offnic/cpu/ (ControlProcessor, FwRegs, FwBusMap mirrors this file).
  *
  * Every FW_BUS register is 32 bits and accessed as a whole word. "fw" is the firmware,
  * "host" the driver, "hw" the NIC logic. */
@@ -80,6 +82,7 @@
 #define FW_REG_LC_ACK 0x058        /* rw fw */
 #define FW_REG_LC_HIWAT 0x05c      /* rw fw, ro host: Hiwat in force */
 #define FW_REG_LC_LOWAT 0x060      /* rw fw, ro host: Lowat in force */
+#define FW_REG_LC_CNUM 0x064       /* ro  Cnum as the engine counts it (= toe.connections) */
 
 /* --- log ring: FW_LOG_RECORDS records of FW_LOG_RECORD_BYTES --------------------
  * Record n (n counts from 0) is at FW_LOG_RING + (n % FW_LOG_RECORDS) * FW_LOG_RECORD_BYTES;

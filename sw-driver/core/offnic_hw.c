@@ -46,6 +46,8 @@ static const struct known_block known_blocks[] = {
 	{ OFFNIC_RB_REASM_TYPE, OFFNIC_RB_REASM_VERSION, "reasm" },
 	{ OFFNIC_RB_CACHE_TYPE, OFFNIC_RB_CACHE_VERSION, "cache" },
 	{ OFFNIC_RB_TOE_TYPE, OFFNIC_RB_TOE_VERSION, "toe" },
+	{ OFFNIC_RB_PCS_TYPE, OFFNIC_RB_PCS_VERSION, "pcs" },
+	{ OFFNIC_RB_FW_TYPE, OFFNIC_RB_FW_VERSION, "fw" },
 };
 
 static const struct known_block *find_known(u32 type)

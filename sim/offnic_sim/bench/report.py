@@ -482,6 +482,19 @@ def bench_plot(recs: list[dict], path: Path) -> None:
 STREAM_NAMES = {"tx": "TX host->wire", "rx": "RX wire->host"}
 
 
+FW_STATES = {0: "RESET", 1: "BOOTING", 2: "RUNNING", 3: "NO_TOE (running; no TCP engine in the NIC: load control idle)"}
+
+
+def firmware_lines(fw: dict) -> list[str]:
+    """The control processor as the host read it through BAR0 after the run (issue 18)."""
+    v = fw["version"]
+    trap = ", TRAPPED" if fw.get("status", 0) & 2 else ""
+    L = [f"  control processor (PicoRV32 in the NIC): firmware {v >> 16}.{v >> 8 & 0xff}.{v & 0xff}, "
+         f"state {FW_STATES.get(fw['state'], fw['state'])}{trap}, bus errors {fw.get('bus_errors', 0)}; its log ring:"]
+    L += [f"    {line}" for line in fw["log"]]
+    return L
+
+
 def demo_report(run: dict, wall_s: float | None = None, png: str | None = None) -> tuple[str, dict]:
     c = next(x for x in run["cases"] if x["direction"] not in ("probe", "web", "frag"))
     a = analyze_case(c)
@@ -571,6 +584,9 @@ def demo_report(run: dict, wall_s: float | None = None, png: str | None = None) 
     frag = next((x for x in run["cases"] if x["direction"] == "frag"), None)
     if frag:
         L += [""] + frag_lines(frag)
+    fw = run.get("firmware")
+    if fw:
+        L += [""] + firmware_lines(fw)
     if run.get("driver_errors"):
         L.append(f"  DRIVER ERRORS: {run['driver_errors'][:3]}")
     if png:

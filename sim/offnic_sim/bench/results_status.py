@@ -127,7 +127,7 @@ def render(entries: list[Entry], current: str, rel=str) -> str:
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, width)) + "  " + r[3] for r in rows]
     stale = sorted({e.command for e in entries if e.state != "current"})
     lines.append(f"\nhardware sources now: {current[:SHORTEST_HASH]} (sha256 of hw/src/**/*.scala, build.sc, "
-                 f"the Chisel and Mill pins: hw.hw_sources_digest)")
+                 f"the Chisel, Mill and PicoRV32 pins: hw.hw_sources_digest)")
     if stale:
         lines.append(f"{sum(e.state != 'current' for e in entries)} of {len(entries)} files not current; "
                      f"run: {'; '.join(stale)}")

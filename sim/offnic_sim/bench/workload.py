@@ -59,6 +59,7 @@ from cocotb.triggers import Timer
 from offnic_sim.bench.cases import BUF_SIZE, HDR, MAX_FRAME, RX_RING, TAG_AT, TX_RING
 from offnic_sim.bench.pcie_tap import PcieTap
 from offnic_sim.harness.runner import bench_config
+from offnic_sim.host.fw_host import FwHost
 from offnic_sim.host.nic_tb import CORE_PERIOD_NS, NicTB, nic_counters
 from offnic_sim.net.wire import LINE_GBPS
 
@@ -197,6 +198,16 @@ class Workload:
             out[blk] = d
         return out
 
+    async def firmware(self) -> dict | None:
+        """The control processor's version, state and log lines, read through BAR0 at the
+        end of the run (None if the NIC has no processor)."""
+        if "fw" not in self.drv.blocks:
+            return None
+        fw = FwHost(self.drv.block("fw"))
+        return {"version": await fw.read("fw_version"), "state": await fw.read("state"),
+                "status": await fw.read("status"), "bus_errors": await fw.read("bus_errors"),
+                "log": await fw.log_lines()}
+
     # ---- one case
 
     async def run(self, cases: list[dict] | None = None) -> dict:
@@ -213,7 +224,9 @@ class Workload:
             res["speed"] = {"sim_us": round((now_ns() - s0) / 1000, 3), "cycles": self.tb.cycle - c0,
                             "wall_s": round(time.monotonic() - t0, 3), "cpu_s": round(time.process_time() - p0, 3)}
             results.append(res)
+        fw = await self.firmware()
         return {
+            "firmware": fw,
             "host_latency_ns": self.tb.hostmem.read_latency_ns,
             "mps": self.tb.mps, "mrrs": self.tb.mrrs,
             "core_period_ns": CORE_PERIOD_NS,

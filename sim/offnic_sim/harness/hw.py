@@ -7,6 +7,7 @@ version. Safe to call from many pytest-xdist workers at once (file locks).
 from __future__ import annotations
 
 import hashlib
+import os
 import json
 import shutil
 import subprocess
@@ -39,7 +40,7 @@ def digest(*parts: object) -> str:
 
 def hw_sources_digest() -> str:
     """Hash of everything that determines the generated RTL: the Chisel sources, build.sc,
-    and the Chisel and Mill pins (not the rest of pins.toml: a new tool for the driver or
+    and the Chisel, Mill and PicoRV32 pins (not the rest of pins.toml: a new tool for the driver or
     the firmware does not change the hardware, nor stale what was measured on it)."""
     files = sorted((ROOT / "hw" / "src").rglob("*.scala")) + [ROOT / "build.sc"]
     h = hashlib.sha256()
@@ -50,7 +51,15 @@ def hw_sources_digest() -> str:
         pins = tomllib.load(f)
     h.update(b"pins.toml")
     h.update(repr({k: pins[k] for k in ("chisel", "mill")}).encode())
+    # The control processor's Verilog comes from this package (hw/src/offnic/cpu/PicoRv32.scala).
+    h.update(repr([p for p in pins["python"]["packages"] if p.startswith("pythondata-cpu-picorv32")]).encode())
     return h.hexdigest()
+
+
+def picorv32_verilog() -> Path:
+    """picorv32.v of the pinned PyPI package, which the control processor's BlackBox wraps."""
+    import pythondata_cpu_picorv32
+    return Path(pythondata_cpu_picorv32.data_location) / "picorv32.v"
 
 
 def ensure_jar() -> Path:
@@ -141,7 +150,8 @@ def elaborate(designs: list[Design], root: Path | None = None) -> list[Rtl]:
             ensure_jar()
             jobs = BUILD / "elaborate-jobs.tsv"
             jobs.write_text("".join(_job_line(d, o) + "\n" for d, o in todo))
-            subprocess.run(["java", "-cp", str(JAR), "offnic.Elaborate", str(jobs)], cwd=ROOT, check=True)
+            env = dict(os.environ, OFFNIC_PICORV32=str(picorv32_verilog()))
+            subprocess.run(["java", "-cp", str(JAR), "offnic.Elaborate", str(jobs)], cwd=ROOT, check=True, env=env)
             for d, o in todo:
                 (o / "design.json").write_text(json.dumps({"top": d.top, "params": dict(d.params)}, indent=1))
     return [Rtl(o, (o / "top_module").read_text().strip()) for o in outs]

@@ -5,6 +5,7 @@ import chisel3.util._
 import offnic.{Elaboratable, Params}
 import offnic.axi.Axi4IO
 import offnic.cache.PayloadCache
+import offnic.cpu.{ControlProcessor, CpuParams, NicCpu}
 import offnic.eth.EthPort
 import offnic.offload.TxChecksum
 import offnic.pcie._
@@ -24,7 +25,7 @@ import offnic.regs._
   *
   * docs/queues.md is the host's view; ARCHITECTURE.md draws the data path.
   */
-class Nic(val c: DeviceRegsParams, val p: NicParams, val portMbps: Seq[Int]) extends Module {
+class Nic(val c: DeviceRegsParams, val p: NicParams, val portMbps: Seq[Int], val cpu: Option[CpuParams] = None) extends Module {
   import PcieUs._
   import NicParams._
 
@@ -53,14 +54,18 @@ class Nic(val c: DeviceRegsParams, val p: NicParams, val portMbps: Seq[Int]) ext
     RegMap.TxQueues -> p.txQueues, RegMap.RxQueues -> p.rxQueues, RegMap.TxCqs -> p.txQueues,
     RegMap.RxCqs -> p.rxQueues, RegMap.Eqs -> p.eqs, RegMap.Msix -> p.eqs, RegMap.TxEngine -> 0,
     RegMap.RxEngine -> 0, RegMap.Rss -> 0, RegMap.EthPort -> 0, RegMap.EthPort -> 0, RegMap.Cache -> 0,
-    RegMap.Reasm -> 0)
+    RegMap.Reasm -> 0) ++ cpu.map(_ => RegMap.Fw -> 0)
   private val blocks = chain.zip(RegBus.layout(chain.map(_._1))).map { case ((t, n), (base, next)) =>
     Module(new RegBlock(t, base, next, c.addrBits, n))
   }
   private val bridge = Module(new AxilRegBridge(c.addrBits))
   bridge.s_axil <> bar.m_axil
-  RegBus.fanOut(bridge.reg, blocks.map(_.bus))
-  private val Seq(devB, clkB, barB, dmaB, txqB, rxqB, txcqB, rxcqB, eqB, msixB, txeB, rxeB, rssB, port0B, port1B, cacheB, reasmB) = blocks
+  // The control processor (issue 18) is a second master on the register bus, after the host.
+  private val regArb = Module(new RegBusArbiter(c.addrBits))
+  regArb.host <> bridge.reg
+  RegBus.fanOut(regArb.out, blocks.map(_.bus))
+  NicCpu.attach(cpu, blocks.lastOption.filter(_.t == RegMap.Fw), regArb.client)
+  private val Seq(devB, clkB, barB, dmaB, txqB, rxqB, txcqB, rxcqB, eqB, msixB, txeB, rxeB, rssB, port0B, port1B, cacheB, reasmB) = blocks.take(17)
 
   DeviceRegs.driveDeviceId(devB.hw, c)
   DeviceRegs.driveClock(clkB.hw, c)
@@ -392,6 +397,7 @@ object Nic extends Elaboratable {
     val c = DeviceRegs.params(p)
     val np = NicParams.from(p)
     val mbps = Seq(p.int("port0_mbps", 25000), p.int("port1_mbps", 25000))
-    new Nic(c, np, mbps)
+    val cpu = if (p.bool("cpu", true)) Some(ControlProcessor.params(p)) else None
+    new Nic(c, np, mbps, cpu)
   }
 }

@@ -424,8 +424,10 @@ object RegMap {
     )
   )
 
+  val Fw = RegMapFw.Fw // the control processor's block, defined in RegMapFw.scala
+
   /** Every block type, in the order the documentation lists them. */
   val blocks: Seq[BlockType] = Seq(DeviceId, Clock, BarAccess, TxQueues, RxQueues, TxCqs, RxCqs, Eqs, Msix,
-    EthPort, Dma, TxEngine, RxEngine, Rss, Reasm, Cache, Toe, Pcs)
+    EthPort, Dma, TxEngine, RxEngine, Rss, Reasm, Cache, Toe, Pcs, Fw)
   require(blocks.map(_.typeId).distinct.size == blocks.size, "two block types share a type id")
 }
