@@ -9,10 +9,10 @@ set_property -dict [list \
   CONFIG.AXISTEN_IF_RC_STRADDLE {false} \
   CONFIG.axisten_if_width {256_bit} \
   CONFIG.axisten_freq {250} \
-  CONFIG.vendor_id {10ee} \
   CONFIG.PF0_DEVICE_ID {0f10} \
   CONFIG.PF0_CLASS_CODE {020000} \
   CONFIG.PF0_REVISION_ID {00} \
+  CONFIG.vendor_id {10ee} \
   CONFIG.pf0_dev_cap_max_payload {1024_bytes} \
   CONFIG.extended_tag_field {true} \
   CONFIG.pf0_bar0_enabled {true} \
@@ -33,12 +33,9 @@ set_property -dict [list \
 create_ip -name gtwizard_ultrascale -vendor xilinx.com -library ip -module_name eth_gty -dir $ip_dir
 set_property -dict [list \
   CONFIG.GT_TYPE {GTY} \
-  CONFIG.CHANNEL_ENABLE {X0Y15 X0Y14} \
   CONFIG.PRESET {GTY-10GBASE-R} \
   CONFIG.TX_LINE_RATE {25.78125} \
   CONFIG.RX_LINE_RATE {25.78125} \
-  CONFIG.TX_REFCLK_FREQUENCY {156.25} \
-  CONFIG.RX_REFCLK_FREQUENCY {156.25} \
   CONFIG.TX_PLL_TYPE {QPLL0} \
   CONFIG.RX_PLL_TYPE {QPLL0} \
   CONFIG.SECONDARY_QPLL_ENABLE {true} \
@@ -52,4 +49,8 @@ set_property -dict [list \
   CONFIG.RX_EQ_MODE {DFE} \
   CONFIG.FREERUN_FREQUENCY {125} \
   CONFIG.LOCATE_COMMON {CORE} \
+  CONFIG.ENABLE_OPTIONAL_PORTS {drpclk_in drpaddr_in drpdi_in drpen_in drpwe_in drpdo_out drprdy_out rxpolarity_in txpolarity_in} \
+  CONFIG.CHANNEL_ENABLE {X0Y15 X0Y14} \
+  CONFIG.TX_REFCLK_FREQUENCY {156.25} \
+  CONFIG.RX_REFCLK_FREQUENCY {156.25} \
 ] [get_ips eth_gty]

@@ -33,12 +33,9 @@ set_property -dict [list \
 create_ip -name gtwizard_ultrascale -vendor xilinx.com -library ip -module_name eth_gty -dir $ip_dir
 set_property -dict [list \
   CONFIG.GT_TYPE {GTY} \
-  CONFIG.CHANNEL_ENABLE {X0Y12 X0Y8} \
   CONFIG.PRESET {GTY-10GBASE-R} \
   CONFIG.TX_LINE_RATE {25.78125} \
   CONFIG.RX_LINE_RATE {25.78125} \
-  CONFIG.TX_REFCLK_FREQUENCY {161.1328125} \
-  CONFIG.RX_REFCLK_FREQUENCY {161.1328125} \
   CONFIG.TX_PLL_TYPE {QPLL0} \
   CONFIG.RX_PLL_TYPE {QPLL0} \
   CONFIG.SECONDARY_QPLL_ENABLE {true} \
@@ -53,6 +50,9 @@ set_property -dict [list \
   CONFIG.FREERUN_FREQUENCY {125} \
   CONFIG.LOCATE_COMMON {CORE} \
   CONFIG.ENABLE_OPTIONAL_PORTS {drpclk_in drpaddr_in drpdi_in drpen_in drpwe_in drpdo_out drprdy_out rxpolarity_in txpolarity_in} \
+  CONFIG.CHANNEL_ENABLE {X0Y12 X0Y8} \
+  CONFIG.TX_REFCLK_FREQUENCY {161.1328125} \
+  CONFIG.RX_REFCLK_FREQUENCY {161.1328125} \
 ] [get_ips eth_gty]
 
 # ddr4

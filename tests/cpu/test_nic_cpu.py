@@ -73,10 +73,7 @@ async def processor_in_the_nic(dut):
     tb = FastNicTB(dut)
     await tb.init()
     drv = tb.drv
-    for port in range(2):
-        await drv.open_tx_queue(port, size=64, port=port)
-        await drv.open_rx_queue(port, size=64, buf_size=2048)
-        await drv.set_default_queue(port=port, q=port)
+    await drv.open_queue_per_port()
     fw = FwHost(drv.block("fw"))
     blocks_on_chain = sum(len(v) for v in drv.blocks.values())
     assert await fw.read("imem_bytes") == 16384 and await fw.read("dmem_bytes") == 8192

@@ -52,10 +52,7 @@ async def dma_and_interrupts(dut):
     tb = FastNicTB(dut)
     await tb.init()
     drv = tb.drv
-    for port in range(2):
-        await drv.open_tx_queue(port, size=64, port=port)
-        await drv.open_rx_queue(port, size=64, buf_size=2048)
-        await drv.set_default_queue(port=port, q=port)
+    await drv.open_queue_per_port()
     irqs = drv.stats["irq"]
     for port in range(2):
         for n in (60, 61, 64, 65, 1514):

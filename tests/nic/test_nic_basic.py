@@ -24,10 +24,7 @@ async def single_frames(dut):
     tb = FastNicTB(dut)
     await tb.init()
     drv = tb.drv
-    for port in range(2):
-        await drv.open_tx_queue(port, size=64, port=port)
-        await drv.open_rx_queue(port, size=64, buf_size=2048)
-        await drv.set_default_queue(port=port, q=port)
+    await drv.open_queue_per_port()
 
     # TX: one frame per port, sizes at the edges.
     for port in range(2):

@@ -22,12 +22,11 @@ import tempfile
 import cocotb
 from cocotb.triggers import Timer
 
-from offnic_sim.fast.fast_tb import FastNicTB
 from offnic_sim.harness.hw import Design
 from offnic_sim.harness.runner import run_cocotb
 from offnic_sim.host import regs
 from offnic_sim.vm import vfio_user as vu
-from offnic_sim.vm.nic_device import NicDevice
+from offnic_sim.vm.nic_device import serve_nic
 
 NIC = Design.of("nic.Nic", addr_bits=24, board_id=0)
 
@@ -71,12 +70,7 @@ class Client:
 @cocotb.test()
 async def protocol_against_nic(dut):
     rng = random.Random(random.getrandbits(32))
-    tb = FastNicTB(dut)
-    await tb._out_of_reset
-    for p in tb.ports:
-        await p.reset()
-    dev = NicDevice(tb, log=dut._log)
-    await dev.discover()
+    dev = await serve_nic(dut, log=dut._log)
     path = os.path.join(tempfile.mkdtemp(), "nic.sock")
     listener = vu.Listener(path)
     done = []
@@ -133,7 +127,7 @@ async def protocol_against_nic(dut):
     view = mmap.mmap(mfd, size)
     f, e, p = await c.call(vu.DMA_MAP, struct.pack("<IIQQQ", 32, 3, 0, iova, size), fds=[mfd])
     assert not f & vu.F_ERROR
-    host = tb.lib.host_mem()
+    host = dev.tb.lib.host_mem()
     data = rng.randbytes(4096)
     off = rng.randrange(0, size - 4096, 8)
     view[off:off + 4096] = data

@@ -98,6 +98,13 @@ class Board:
         return out
 
 
+def vendor_ip(board_ip: dict[str, dict]) -> dict[str, dict]:
+    """The board's vendor IP: constraints/common/ip.toml's settings, which both boards
+    share, with the board's own added or overriding them, IP by IP."""
+    common = tomllib.loads((CONSTRAINTS / "common" / "ip.toml").read_text())["ip"]
+    return {key: {**common.get(key, {}), **board_ip.get(key, {})} for key in {**common, **board_ip}}
+
+
 def load(board: str) -> Board:
     path = CONSTRAINTS / board / "board.toml"
     d = tomllib.loads(path.read_text())
@@ -107,4 +114,4 @@ def load(board: str) -> Board:
     clocks = [Clock(c["port"], c["name"], float(c["period_ns"])) for c in d.get("clock", [])]
     return Board(name=b["name"], title=b["title"], part=b["part"], ports_used=b["ports_used"], dram=b["dram"],
                  ports=ports, clocks=clocks, bitstream=d.get("bitstream", {}), flash=d.get("flash", {}),
-                 ip=d.get("ip", {}))
+                 ip=vendor_ip(d.get("ip", {})))

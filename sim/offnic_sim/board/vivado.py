@@ -30,7 +30,7 @@ def ip_tcl(b: Board) -> str:
         out.append(f"\n# {key}\n")
         out.append(f"create_ip -name {ip['module']} -vendor xilinx.com -library ip -module_name {ip['name']} "
                    f"-dir $ip_dir\n")
-        out.append(f"set_property -dict [list \\\n")
+        out.append("set_property -dict [list \\\n")
         out.extend(f"  {k} {_tcl_word(str(v))} \\\n" for k, v in cfg.items())
         out.append(f"] [get_ips {ip['name']}]\n")
     return "".join(out)

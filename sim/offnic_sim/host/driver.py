@@ -793,6 +793,14 @@ class OffnicDriver:
         lay = _layout(r, "default_queue")
         await r.write("default_queue", rings.pack_fields(lay, await r.read("default_queue"), **{f"port{port}": q}))
 
+    async def open_queue_per_port(self, size: int = 64, buf_size: int = 2048) -> None:
+        """The simplest setup of the NIC's ports: TX and RX queue k for port k (k = 0, 1),
+        and each port's received frames to its own RX queue."""
+        for port in range(2):
+            await self.open_tx_queue(port, size=size, port=port)
+            await self.open_rx_queue(port, size=size, buf_size=buf_size)
+            await self.set_default_queue(port=port, q=port)
+
     async def set_rss(self, key: bytes | None = None, table: list[int] | None = None,
                       enable: bool | dict[str, int] | None = True) -> None:
         """RSS: the 40-byte Toeplitz `key` (key_0..key_9), the indirection `table` (entry i

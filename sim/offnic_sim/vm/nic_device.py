@@ -232,3 +232,15 @@ class NicDevice:
         for k in list(self.eventfds):
             self._release(k)
 
+
+
+async def serve_nic(dut, log=None) -> NicDevice:
+    """The NIC of `dut` on the fast harness, ready to serve: out of reset, its ports reset,
+    BAR0 discovered. No driver model runs it: the guest's driver (or a test's client) does."""
+    tb = FastNicTB(dut)
+    await tb._out_of_reset
+    for p in tb.ports:
+        await p.reset()
+    dev = NicDevice(tb, log=log)
+    await dev.discover()
+    return dev

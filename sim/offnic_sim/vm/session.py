@@ -22,11 +22,10 @@ import cocotb
 from cocotb.simtime import get_sim_time
 from cocotb.triggers import Timer
 
-from offnic_sim.fast.fast_tb import FastNicTB
 from offnic_sim.linux.linuxnet import Namespace, TapPort
 from offnic_sim.linux.tapbridge import TapBridge
 from offnic_sim.vm import image, vfio_user
-from offnic_sim.vm.nic_device import NicDevice
+from offnic_sim.vm.nic_device import serve_nic
 
 EXIT_RE = re.compile(r"offnic-vm: script exit (\d+)")
 POLL_NS = 200.0         # simulated time between looks at the socket when it is quiet
@@ -68,12 +67,8 @@ async def run(dut, script: str, peers: list[PeerSpec], *, name: str = "vm", time
     `during(ctx)`: an optional coroutine run beside the guest, with ctx holding 'ns'
     (namespaces by port), 'taps', 'device' and 'console' (a callable returning the text so far)."""
     im = image.ensure()
-    tb = FastNicTB(dut)
-    await tb._out_of_reset
-    for p in tb.ports:
-        await p.reset()
-    dev = NicDevice(tb, log=dut._log)
-    await dev.discover()
+    dev = await serve_nic(dut, log=dut._log)
+    tb = dev.tb
     run_dir = im.root / image.RUN_IN_ROOT.lstrip("/") / "run"
     run_dir.mkdir(exist_ok=True)
     tag = f"{name}-{os.getpid()}"

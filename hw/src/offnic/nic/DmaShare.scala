@@ -1,13 +1,13 @@
 package offnic.nic
 
 import chisel3._
-import offnic.pcie.{Axi4DmaBridge, DmaArbiter, DmaEngine}
+import offnic.pcie.{DmaArbiter, DmaEngine}
 import offnic.regs.{RegBlock, StatCounter}
 
 /** How the NIC shares its DMA engine between the host path and the TCP engine (issue 17):
-  * a [[DmaArbiter]] in front of [[DmaEngine]], the engine's [[Axi4DmaBridge]] on its other
-  * side, the mode and counters in the `dma` register block. Called from Nic, kept apart so
-  * Nic.scala only names the pieces.
+  * a [[DmaArbiter]] in front of [[DmaEngine]], the engine's Axi4DmaBridge on its other
+  * side (`DmaArbiter.attachBridge`), the mode and counters in the `dma` register block.
+  * Called from Nic, kept apart so Nic.scala only names the pieces.
   */
 object DmaShare {
   /** The bridge's staging RAM: 16 KiB (two 8 KiB areas: 16 read slots, 8 write slots of
@@ -21,27 +21,8 @@ object DmaShare {
 
   /** The arbiter between the DMA engine and the NIC's clients, in the mode of the `dma`
     * block's `arbitration` register. */
-  def connect(dma: DmaEngine, arb: DmaArbiter, dmaB: RegBlock): Unit = {
-    dma.s_rd_desc <> arb.m_rd_desc
-    arb.s_rd_status <> dma.m_rd_status
-    dma.s_wr_desc <> arb.m_wr_desc
-    arb.s_wr_status <> dma.m_wr_status
-    arb.dma_ram_wr <> dma.ram_wr
-    arb.dma_ram_rd <> dma.ram_rd
-    arb.rd_intake_idle := dma.rd_intake_idle
-    arb.wr_intake_idle := dma.wr_intake_idle
-    arb.cfg_fcfs := dmaB.hw.value("arbitration")(0)
-  }
-
-  /** The TCP engine's side, through its AXI4-to-DMA bridge. */
-  def connectBridge(arb: DmaArbiter, bridge: Axi4DmaBridge): Unit = {
-    arb.s_eng_rd_desc <> bridge.m_rd_desc
-    bridge.s_rd_status <> arb.m_eng_rd_status
-    arb.s_eng_wr_desc <> bridge.m_wr_desc
-    bridge.s_wr_status <> arb.m_eng_wr_status
-    bridge.ram_wr <> arb.eng_ram_wr
-    bridge.ram_rd <> arb.eng_ram_rd
-  }
+  def connect(dma: DmaEngine, arb: DmaArbiter, dmaB: RegBlock): Unit =
+    DmaArbiter.attach(dma, arb, dmaB.hw.value("arbitration")(0))
 
   /** A build without the TCP engine: its side asks for nothing. */
   def noEngine(arb: DmaArbiter): Unit = {

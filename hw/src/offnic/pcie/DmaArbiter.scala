@@ -148,3 +148,29 @@ class DmaArbiter(val p: DmaParams, val engRamBits: Int, val engRamBase: BigInt, 
   stat_eng_wr.bits := s_eng_wr_desc.bits.len
   stat_eng_over_host := rdOver || (wrOver && m_wr_desc.fire)
 }
+
+object DmaArbiter {
+  /** The arbiter in front of `dma`: its descriptor and status streams, RAM ports and intake
+    * signals, in the mode `fcfs` (false: host first). */
+  def attach(dma: DmaEngine, arb: DmaArbiter, fcfs: Bool): Unit = {
+    dma.s_rd_desc <> arb.m_rd_desc
+    arb.s_rd_status <> dma.m_rd_status
+    dma.s_wr_desc <> arb.m_wr_desc
+    arb.s_wr_status <> dma.m_wr_status
+    arb.dma_ram_wr <> dma.ram_wr
+    arb.dma_ram_rd <> dma.ram_rd
+    arb.rd_intake_idle := dma.rd_intake_idle
+    arb.wr_intake_idle := dma.wr_intake_idle
+    arb.cfg_fcfs := fcfs
+  }
+
+  /** The TCP engine's side, through its AXI4-to-DMA bridge. */
+  def attachBridge(arb: DmaArbiter, bridge: Axi4DmaBridge): Unit = {
+    arb.s_eng_rd_desc <> bridge.m_rd_desc
+    bridge.s_rd_status <> arb.m_eng_rd_status
+    arb.s_eng_wr_desc <> bridge.m_wr_desc
+    bridge.s_wr_status <> arb.m_eng_wr_status
+    bridge.ram_wr <> arb.eng_ram_wr
+    bridge.ram_rd <> arb.eng_ram_rd
+  }
+}

@@ -46,15 +46,7 @@ class DmaSharedTestTop(val p: DmaParams, val hostRamBits: Int, val engRamBits: I
   stat_rd := dma.stat_rd
   stat_wr := dma.stat_wr
 
-  dma.s_rd_desc <> arb.m_rd_desc
-  arb.s_rd_status <> dma.m_rd_status
-  dma.s_wr_desc <> arb.m_wr_desc
-  arb.s_wr_status <> dma.m_wr_status
-  arb.dma_ram_wr <> dma.ram_wr
-  arb.dma_ram_rd <> dma.ram_rd
-  arb.rd_intake_idle := dma.rd_intake_idle
-  arb.wr_intake_idle := dma.wr_intake_idle
-  arb.cfg_fcfs := cfg_fcfs
+  DmaArbiter.attach(dma, arb, cfg_fcfs)
   stat_eng_rd := arb.stat_eng_rd
   stat_eng_wr := arb.stat_eng_wr
   stat_eng_over_host := arb.stat_eng_over_host
@@ -74,12 +66,7 @@ class DmaSharedTestTop(val p: DmaParams, val hostRamBits: Int, val engRamBits: I
   arb.host_ram_rd.data := ram.rd.data
 
   bridge.s_axi <> s_axi
-  arb.s_eng_rd_desc <> bridge.m_rd_desc
-  bridge.s_rd_status <> arb.m_eng_rd_status
-  arb.s_eng_wr_desc <> bridge.m_wr_desc
-  bridge.s_wr_status <> arb.m_eng_wr_status
-  bridge.ram_wr <> arb.eng_ram_wr
-  bridge.ram_rd <> arb.eng_ram_rd
+  DmaArbiter.attachBridge(arb, bridge)
 
   // The host RAM's address bits above its size (it wraps) are not looked at.
   private val unused_bits = WireDefault(Cat(arb.host_ram_wr.addr, arb.host_ram_rd.addr))
