@@ -30,6 +30,7 @@
 #define FW_ST_BAD_LENGTH 2u
 #define FW_ST_OUT_OF_RANGE 3u /* a value outside what the hardware has (e.g. Hiwat > queue size) */
 #define FW_ST_BAD_ORDER 4u    /* Hiwat < Lowat */
+#define FW_ST_NOT_PENDING 5u  /* an answer to an active-restore request that was not made */
 
 /* Events (FW_REG_EVT_CODE; the argument in FW_REG_EVT_ARG) */
 #define FW_EVT_BOOTED 1u     /* arg: FW_VERSION */

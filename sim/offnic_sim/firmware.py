@@ -34,7 +34,7 @@ CFLAGS = ARCH + WARN + [
 FW_SOURCES = ["start.S", "main.c", "load_control.c", "mailbox_cmd.c", "fw_log.c", "timer.c",
               "nic_chain.c", "libc_min.c"]
 # The parts with no hardware access, compiled for the host too.
-PURE_SOURCES = ["load_control.c", "mailbox_cmd.c"]
+PURE_SOURCES = ["load_control.c", "mailbox_cmd.c", "active_restore.c"]
 HOST_CFLAGS = WARN + ["-O2", "-fPIC", "-shared", f"-I{SRC / 'include'}", f"-I{SRC / 'src'}"]
 
 
@@ -105,9 +105,9 @@ def size_report(img: Image) -> str:
 
 
 def build_host_lib() -> Path:
-    """load_control.c and mailbox_cmd.c as a host shared library (ctypes), warnings errors."""
+    """The pure parts (PURE_SOURCES) as a host shared library (ctypes), warnings errors."""
     srcs = [SRC / "src" / s for s in PURE_SOURCES]
-    deps = srcs + [SRC / "src" / "load_control.h", SRC / "src" / "mailbox_cmd.h",
+    deps = srcs + [SRC / "src" / "load_control.h", SRC / "src" / "mailbox_cmd.h", SRC / "src" / "active_restore.h",
                    SRC / "include" / "fw_proto.h", SRC / "include" / "fw_bus.h"]
     key = hw.digest(*(p.read_bytes() for p in deps), HOST_CFLAGS)[:16]
     lib = OUT / f"libfw_host-{key}.so"
