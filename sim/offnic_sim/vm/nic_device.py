@@ -228,6 +228,17 @@ class NicDevice:
         if self.maps.pop((iova, size), None):
             _mmap_fixed(self.host_base + iova, size, -1, 0)
 
+    # ------------------------------------------------------------------ fault injection
+    def set_read_fault(self, iova: int = 0, size: int = 0) -> None:
+        """The NIC's DMA reads touching guest memory [iova, iova + size) complete Unsupported
+        Request (as an IOMMU-refused read does); size 0 ends it. Writes are never faulted:
+        posted writes fail silently on a real host, and the NIC could not tell."""
+        self.lib.fastsim_set_read_fault(iova, iova + size)
+
+    @property
+    def faulted_reads(self) -> int:
+        return self.tb.lib.host_stats()["faulted_reads"]
+
     def reset(self) -> None:
         for k in list(self.eventfds):
             self._release(k)
