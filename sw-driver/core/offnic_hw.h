@@ -143,6 +143,17 @@ extern const unsigned int offnic_n_counter_defs;
  * what each moved since its last read. n_values() slots: the per-port counters of
  * port p at p * n_port_defs + i, then the device-wide ones.
  */
+/* The control processor's firmware (offnic_fw.c) */
+struct offnic_fw_info {
+	u32 version;	/* major 31:16, minor 15:8, patch 7:0 */
+	u32 state;	/* fw_proto.h FW_STATE_* */
+	u32 status;	/* the fw block's status bits (running, trap, ...) */
+	u32 heartbeat;
+};
+
+int offnic_fw_get(const struct offnic_hw *hw, struct offnic_fw_info *fw);
+const char *offnic_fw_state_name(u32 state);
+
 unsigned int offnic_counters_n_port_defs(void);
 unsigned int offnic_counters_n_values(const struct offnic_hw *hw);
 const char *offnic_counter_value_name(const struct offnic_hw *hw, unsigned int i, u32 *port);

@@ -258,3 +258,29 @@ int octl_conns(struct octl *c, struct octl_conns *o)
 		return err;
 	return read_regs(c, base, at, to, 4);
 }
+
+int octl_queues(struct octl *c, int tx, struct octl_queue *out, int max)
+{
+	/* TX and RX queue records share one layout; TX's control has the port */
+	uint32_t base = 0, n = 0, k, ctrl = 0, st = 0, at;
+	int err = octl_find_block(c, tx ? OFFNIC_RB_TX_QUEUES_TYPE : OFFNIC_RB_RX_QUEUES_TYPE, &base);
+
+	if (!err)
+		err = octl_reg_read(c, base + OFFNIC_RB_TX_QUEUES_REG_COUNT, &n);
+	for (k = 0; !err && k < n && (int)k < max; k++) {
+		at = base + OFFNIC_RB_TX_QUEUES_ENT(k, 0);
+		err = octl_reg_read(c, at + OFFNIC_RB_TX_QUEUES_ENT_CONTROL, &ctrl);
+		if (!err)
+			err = octl_reg_read(c, at + OFFNIC_RB_TX_QUEUES_ENT_STATUS, &st);
+		if (!err)
+			err = octl_reg_read(c, at + OFFNIC_RB_TX_QUEUES_ENT_PROD, &out[k].prod);
+		if (!err)
+			err = octl_reg_read(c, at + OFFNIC_RB_TX_QUEUES_ENT_CONS, &out[k].cons);
+		out[k].log_size = ctrl & OFFNIC_RB_TX_QUEUES_ENT_CONTROL_LOG_SIZE_MASK;
+		out[k].enabled = !!(ctrl & OFFNIC_RB_TX_QUEUES_ENT_CONTROL_ENABLE_MASK);
+		out[k].port = tx ? (ctrl & OFFNIC_RB_TX_QUEUES_ENT_CONTROL_PORT_MASK) >>
+				   OFFNIC_RB_TX_QUEUES_ENT_CONTROL_PORT_SHIFT : 0;
+		out[k].error = st & OFFNIC_RB_TX_QUEUES_ENT_STATUS_ERROR_MASK;
+	}
+	return err ? err : (int)k;
+}

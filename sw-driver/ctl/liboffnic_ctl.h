@@ -39,6 +39,10 @@ struct octl_cache {
 	uint64_t host_bytes, cache_bytes, insert_bytes;
 };
 
+struct octl_queue {
+	uint32_t log_size, enabled, port, error, prod, cons;
+};
+
 struct octl_conns {
 	uint32_t connections, peak, table_inserts, table_deletes;
 };
@@ -58,6 +62,8 @@ const char *octl_fw_state_name(uint32_t state);
 /* The log records still in the ring, oldest first: returns how many (<= max) */
 int octl_fw_log(struct octl *c, struct octl_fw_log_rec *out, int max);
 int octl_cache_state(struct octl *c, struct octl_cache *out);
+/* TX (tx = 1) or RX queues as the NIC's registers hold them: returns how many (<= max) */
+int octl_queues(struct octl *c, int tx, struct octl_queue *out, int max);
 /* -ENOENT when the NIC has no TCP engine (no toe block in the chain) */
 int octl_conns(struct octl *c, struct octl_conns *out);
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR MIT
 /*
  * offnic-ctl: the NIC from user space (liboffnic_ctl). Commands:
- *   info | blocks | read OFFSET | write OFFSET VALUE | counters | fw | fw-log | cache | conns
+ *   info | blocks | read OFFSET | write OFFSET VALUE | counters | queues | fw | fw-log |
+ *   cache | conns
  * -d DEVICE picks the function (default /dev/offnic0). Exit 0 on success, 1 on an error,
  * 2 on bad usage, 3 when the NIC lacks the block a command reads (e.g. conns without a
  * TCP engine).
@@ -18,7 +19,7 @@
 static int usage(void)
 {
 	fprintf(stderr, "usage: offnic-ctl [-d /dev/offnicN] info|blocks|read OFF|write OFF VAL|"
-		"counters|fw|fw-log|cache|conns\n");
+		"counters|queues|fw|fw-log|cache|conns\n");
 	return 2;
 }
 
@@ -67,6 +68,24 @@ static int cmd_counters(struct octl *c)
 			printf("%s: %" PRIu64 "\n", ctr.name, (uint64_t)ctr.value);
 		else
 			printf("port%u.%s: %" PRIu64 "\n", ctr.port, ctr.name, (uint64_t)ctr.value);
+	}
+	return 0;
+}
+
+/* One line per queue: "tx 3: size 1024 on port 1 prod 17 cons 17" (sizes from log_size) */
+static int cmd_queues(struct octl *c)
+{
+	struct octl_queue q[64];
+	int tx, n, k;
+
+	for (tx = 1; tx >= 0; tx--) {
+		n = octl_queues(c, tx, q, 64);
+		if (n < 0)
+			return fail(tx ? "TX queues" : "RX queues", n);
+		for (k = 0; k < n; k++)
+			printf("%s %d: size %u %s port %u prod %u cons %u%s\n", tx ? "tx" : "rx", k,
+			       1u << q[k].log_size, q[k].enabled ? "on" : "off", q[k].port, q[k].prod,
+			       q[k].cons, q[k].error ? " ERROR" : "");
 	}
 	return 0;
 }
@@ -187,6 +206,8 @@ int main(int argc, char **argv)
 		rc = err ? fail("write", err) : 0;
 	} else if (!strcmp(argv[1], "counters")) {
 		rc = cmd_counters(&c);
+	} else if (!strcmp(argv[1], "queues")) {
+		rc = cmd_queues(&c);
 	} else if (!strcmp(argv[1], "fw")) {
 		rc = cmd_fw(&c);
 	} else if (!strcmp(argv[1], "fw-log")) {

@@ -29,6 +29,7 @@
 
 struct offnic_adapter;
 struct offnic_cdev;
+struct devlink;
 
 /* One completion queue and the NAPI context that serves it */
 struct offnic_cq {
@@ -155,6 +156,7 @@ struct offnic_adapter {
 	u64 queue_restarts[2];
 
 	struct offnic_cdev *cdev;	/* /dev/offnicN (offnic_cdev.c) */
+	struct devlink *devlink;	/* offnic_devlink.c */
 };
 
 static inline struct offnic_priv *offnic_priv(struct net_device *ndev)
@@ -192,6 +194,10 @@ void offnic_health_stop(struct offnic_adapter *ad);
 /* offnic_cdev.c */
 int offnic_cdev_create(struct offnic_adapter *ad);
 void offnic_cdev_destroy(struct offnic_adapter *ad);
+
+/* offnic_devlink.c */
+int offnic_devlink_create(struct offnic_adapter *ad);
+void offnic_devlink_destroy(struct offnic_adapter *ad);
 
 /* offnic_ethtool.c */
 void offnic_set_ethtool_ops(struct net_device *ndev);

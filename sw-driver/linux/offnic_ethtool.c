@@ -15,9 +15,14 @@
 static void offnic_get_drvinfo(struct net_device *ndev, struct ethtool_drvinfo *info)
 {
 	struct offnic_priv *priv = offnic_priv(ndev);
+	struct offnic_fw_info fw;
 
 	strscpy(info->driver, OFFNIC_DRV_NAME, sizeof(info->driver));
 	strscpy(info->bus_info, pci_name(priv->ad->pdev), sizeof(info->bus_info));
+	if (!offnic_fw_get(&priv->ad->hw, &fw))
+		snprintf(info->fw_version, sizeof(info->fw_version), "%u.%u.%u %s",
+			 fw.version >> 16, (fw.version >> 8) & 0xff, fw.version & 0xff,
+			 offnic_fw_state_name(fw.state));
 }
 
 static int offnic_get_link_ksettings(struct net_device *ndev, struct ethtool_link_ksettings *ks)

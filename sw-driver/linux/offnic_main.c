@@ -260,6 +260,7 @@ static void offnic_teardown(struct offnic_adapter *ad)
 	u32 p;
 
 	offnic_cdev_destroy(ad);
+	offnic_devlink_destroy(ad);
 	if (ad->health_on)
 		offnic_health_stop(ad);
 	for (p = 0; p < OFFNIC_MAX_PORTS; p++)
@@ -362,6 +363,8 @@ static int offnic_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	offnic_health_start(ad);
 	ad->health_on = true;
 	err = offnic_cdev_create(ad);
+	if (!err)
+		err = offnic_devlink_create(ad);
 	if (err)
 		goto fail;
 	return 0;

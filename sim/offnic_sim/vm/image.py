@@ -160,10 +160,12 @@ def _newc(entries: list[tuple[str, int, bytes]]) -> bytes:
 
 
 # Files the guest needs beyond busybox, from Debian 12's packages (pins.toml [vm]
-# guest_packages): ethtool and the libraries it links. (package, path in it, path in the guest)
+# guest_packages): ethtool, devlink and the libraries they link. (package, path in it, path in the guest)
 GUEST_FILES = [
     ("ethtool", "sbin/ethtool", "sbin/ethtool"),
+    ("iproute2", "sbin/devlink", "sbin/devlink"),
     ("libmnl0", "usr/lib/x86_64-linux-gnu/libmnl.so.0", "lib/x86_64-linux-gnu/libmnl.so.0"),
+    ("libcap2", "lib/x86_64-linux-gnu/libcap.so.2", "lib/x86_64-linux-gnu/libcap.so.2"),
     ("libc6", "lib/x86_64-linux-gnu/libc.so.6", "lib/x86_64-linux-gnu/libc.so.6"),
     ("libc6", "lib/x86_64-linux-gnu/libm.so.6", "lib/x86_64-linux-gnu/libm.so.6"),
     ("libc6", "lib64/ld-linux-x86-64.so.2", "lib64/ld-linux-x86-64.so.2"),
