@@ -135,7 +135,8 @@ void fastsim_set_link(int lanes) { g->host->set_link(lanes); }
 void fastsim_set_seed(uint64_t seed) { g->host->set_seed(seed); }
 void fastsim_set_sizes(int mps_code, int mrrs_code) { g->host->set_sizes(mps_code, mrrs_code); }
 void fastsim_set_host_mps(int code) { g->host->set_host_mps(code); }
-void fastsim_set_read_fault(uint64_t lo, uint64_t hi) { g->host->set_read_fault(lo, hi); }
+void fastsim_add_read_fault(uint64_t lo, uint64_t hi, int fault) { g->host->add_read_fault(lo, hi, fault != 0); }
+void fastsim_clear_read_faults() { g->host->clear_read_faults(); }
 void fastsim_mmio_write(uint64_t offset, const uint8_t* data, uint64_t n) { g->host->mmio_write(offset, data, n); }
 void fastsim_mmio_read(uint64_t offset, uint64_t n, uint32_t id) { g->host->mmio_read(offset, n, id); }
 

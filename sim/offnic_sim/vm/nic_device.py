@@ -229,11 +229,15 @@ class NicDevice:
             _mmap_fixed(self.host_base + iova, size, -1, 0)
 
     # ------------------------------------------------------------------ fault injection
-    def set_read_fault(self, iova: int = 0, size: int = 0) -> None:
-        """The NIC's DMA reads touching guest memory [iova, iova + size) complete Unsupported
-        Request (as an IOMMU-refused read does); size 0 ends it. Writes are never faulted:
-        posted writes fail silently on a real host, and the NIC could not tell."""
-        self.lib.fastsim_set_read_fault(iova, iova + size)
+    def set_read_faults(self, rules: list[tuple[int, int, bool]]) -> None:
+        """DMA read faults: rules (iova, size, fault), first match wins, [] ends them. A read
+        of the NIC's starting in a faulting rule's range completes Unsupported Request (as an
+        IOMMU-refused read does); a non-faulting rule exempts its range from later ones.
+        Writes are never faulted: posted writes fail silently on a real host, and the NIC
+        could not tell."""
+        self.lib.fastsim_clear_read_faults()
+        for iova, size, fault in rules:
+            self.lib.fastsim_add_read_fault(iova, iova + size, int(fault))
 
     @property
     def faulted_reads(self) -> int:
