@@ -97,6 +97,7 @@ async def run(dut, script: str, peers: list[PeerSpec], *, name: str = "vm", time
         t0, sim0 = time.monotonic(), get_sim_time("ns")
         qemu = subprocess.Popen(qemu_command(im, im.in_root(sock), im.in_root(initrd), smp=smp), stdin=subprocess.DEVNULL,
                                 stdout=out, stderr=subprocess.STDOUT)
+        stack.callback(lambda: qemu.poll() is None and (qemu.kill(), qemu.wait()))  # a failed test leaves none
         dut._log.info(f"vm: QEMU pid {qemu.pid}, console {console}")
 
         def text() -> str:
