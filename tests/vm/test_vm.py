@@ -20,7 +20,7 @@ import pytest
 
 from offnic_sim.harness.hw import Design
 from offnic_sim.harness.runner import run_cocotb
-from offnic_sim.vm import image, session
+from offnic_sim.vm import guest_output, image, session
 from offnic_sim.vm.session import PeerSpec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "offload"))   # rss_model
@@ -50,25 +50,6 @@ def report(dut, out: session.Outcome) -> None:
 # where non-IP frames such as ARP go) out, so queues 1..7 see only these flows.
 FLOWS, FLOW_DATAGRAMS, FLOW_PORT0 = 24, 2, 40000
 RSS_WEIGHTS = "0 2 1 1 1 1 1 1"
-
-
-def _rxq_packets(console: str, marker: str) -> dict[int, int]:
-    """rxqN_packets from the `ethtool -S` lines printed after `marker`."""
-    part = console.split(marker, 1)[1] if marker in console else ""
-    out = {}
-    for q, v in re.findall(r"^\s+rxq(\d+)_packets: (\d+)$", part, re.M):
-        out.setdefault(int(q), int(v))
-    return out
-
-
-def _indir_table(console: str, marker: str) -> list[int]:
-    """The indirection table of the first `ethtool -x` printed after `marker`."""
-    part = console.split(marker, 1)[1] if marker in console else ""
-    part = part.split("RSS hash key", 1)[0]
-    table = []
-    for row in re.findall(r"^\s*\d+:((?:\s+\d+)+)\s*$", part, re.M):
-        table += [int(v) for v in row.split()]
-    return table
 
 
 async def _release_guest(ns, port: int = 8081) -> None:
@@ -207,13 +188,14 @@ nc -l -p 8081 </dev/null >/dev/null || exit 60
         assert want in seen.get(name, []), f"{name} CQ moderation {want} not in the NIC's registers: {seen.get(name)}"
     # -X: the key in the NIC's key registers; the flows spread as the model says for key and table
     assert seen.get("key") == key, f"RSS key registers {seen.get('key', b'').hex()} != {key.hex()}"
-    table = _indir_table(out.console, "RSS-TABLE")
+    table = guest_output.indir_table(out.console, "RSS-TABLE")
     assert table and set(table) == {1, 2, 3, 4, 5, 6, 7}, f"indirection table {table}"
     want = {q: 0 for q in range(8)}
     for i in range(FLOWS):
         h = toeplitz(key, tuple_bytes("192.0.2.1", "192.0.2.2", FLOW_PORT0 + i, 9))
         want[table[h % len(table)]] += FLOW_DATAGRAMS
-    before, after = _rxq_packets(out.console, "RSS-BEFORE"), _rxq_packets(out.console, "RSS-AFTER")
+    before = guest_output.rxq_packets(out.console, "RSS-BEFORE")
+    after = guest_output.rxq_packets(out.console, "RSS-AFTER")
     got = {q: after.get(q, 0) - before.get(q, 0) for q in range(8)}
     dut._log.info(f"RSS: frames per RX queue {got}, the model's {want}")
     assert all(got[q] == want[q] for q in range(1, 8)), f"per-queue frames {got} != model {want}"
