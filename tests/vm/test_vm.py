@@ -68,7 +68,8 @@ async def _release_guest(ns, port: int = 8081) -> None:
 @cocotb.test()
 async def probe_ping_ethtool(dut):
     """offnic.ko probes the NIC (BAR0 chain walk, MSI-X), port 0 comes up, the guest pings the
-    namespace peer across the NIC; then the management interfaces, each checked against the
+    namespace peer across the NIC (two vCPUs, so two MSI-X vectors: RSS's queues raise both);
+    then the management interfaces, each checked against the
     NIC's registers as the host reads them: `ethtool -C` (moderation registers), `-X` (a
     random Toeplitz key: the key registers; a weighted indirection table: 24 UDP flows from
     the peer land on the RX queues the RSS reference model names for that key and table,
@@ -92,14 +93,14 @@ async def probe_ping_ethtool(dut):
     script = PRELUDE + rf"""
 ip link set eth0 up || exit 11
 ip addr add 192.0.2.2/24 dev eth0
-ping -c 3 -w 240 192.0.2.1 || exit 12
+ping -c 3 -W 60 -w 240 192.0.2.1 || exit 12
 ethtool -i eth0 || exit 13
 ethtool -C eth0 rx-frames {rx_frames} rx-usecs {rx_usecs} tx-frames {tx_frames} tx-usecs {tx_usecs} || exit 14
 echo "ETHTOOL-SET"
 ethtool -c eth0 || exit 15
 ethtool -g eth0 || exit 16
 ethtool -S eth0 | head -40
-ping -c 2 -w 240 192.0.2.1 || exit 17
+ping -c 2 -W 60 -w 240 192.0.2.1 || exit 17
 ethtool -X eth0 hkey {hkey} weight {RSS_WEIGHTS} || exit 40
 echo "RSS-TABLE"
 ethtool -x eth0 || exit 41
@@ -113,11 +114,11 @@ ethtool -S eth0 | grep -e rxq -e restarts
 ethtool -G eth0 rx 256 tx 128 || exit 42
 echo "RINGS-UP"
 offnic-ctl queues || exit 43
-ping -c 2 -w 240 192.0.2.1 || exit 44
+ping -c 2 -W 60 -w 240 192.0.2.1 || exit 44
 ip link set eth0 down
 ethtool -G eth0 rx 512 tx 512 || exit 45
 ip link set eth0 up || exit 46
-ping -c 2 -w 240 192.0.2.1 || exit 47
+ping -c 2 -W 60 -w 240 192.0.2.1 || exit 47
 echo "RINGS-DOWN-UP"
 ethtool -g eth0
 offnic-ctl queues || exit 48
@@ -174,12 +175,16 @@ nc -l -p 8081 </dev/null >/dev/null || exit 60
         seen["fw_state"] = await reg(regs.FW, "state")
         await _release_guest(ns)
 
-    out = await session.run(dut, script, [PeerSpec("192.0.2.1/24")], name="ping", timeout_s=1200, during=host_side)
+    # two vCPUs: two MSI-X vectors and event queues, RX completion queues alternating between them
+    out = await session.run(dut, script, [PeerSpec("192.0.2.1/24")], name="ping", timeout_s=1200, during=host_side,
+                            smp=2)
     report(dut, out)
     dut._log.info(f"registers the host read: { {k: v for k, v in seen.items() if k != 'key'} }")
     assert out.exit_code == 0, f"guest script exit {out.exit_code}"
     assert " 0% packet loss" in out.console
     assert out.stats["device"]["msi"] > 0, "no MSI-X message reached the guest"
+    vectors = out.stats["msi_per_vector"]
+    assert sum(1 for n in vectors if n) >= 2, f"RSS traffic should raise both vCPUs' vectors: {vectors}"
     assert out.stats["taps"][0].get("rx_frames", 0) >= 3   # the echo requests crossed the NIC into Linux
     assert "driver: offnic" in out.console
     # -C: ethtool -c reads the driver's values; the registers show they reached the hardware
