@@ -297,11 +297,11 @@ httpd -p 8080 -h /www || exit 21
 echo "HTTPD-READY"
 nc -l -p 8081 </dev/null >/dev/null || exit 22
 echo "PEER-DONE"
-ping -c 2 -s 4000 -w 240 192.0.2.1 || exit 23
+ping -c 2 -s 4000 -W 60 -w 240 192.0.2.1 || exit 23
 echo "FRAG-OFFLOAD"
 sysctl -w net.ipv4.ip_no_pmtu_disc=1 >/dev/null   # echoes without DF: the NIC refuses to cut DF datagrams
 ip link set eth0 mtu 9000 || exit 24
-ping -c 2 -s 8000 -w 240 192.0.2.1 || exit 25
+ping -c 2 -s 8000 -W 60 -w 240 192.0.2.1 || exit 25
 echo "UDP-READY"
 n=0; while [ $n -lt 180 ]; do np=$(awk '/^Udp: [0-9]/ {{print $3}}' /proc/net/snmp); [ "$np" -ge {UDP_COUNT} ] && break; sleep 1; n=$((n+1)); done
 grep '^Udp:' /proc/net/snmp
@@ -316,7 +316,7 @@ kill $p
 insmod /lib/offnic.ko || exit 31
 n=0; while [ ! -e /sys/class/net/eth0 ] && [ $n -lt 60 ]; do sleep 1; n=$((n+1)); done
 ip link set eth0 up && ip addr add 192.0.2.2/24 dev eth0 || exit 32
-ping -c 2 -w 240 192.0.2.1 || exit 33
+ping -c 2 -W 60 -w 240 192.0.2.1 || exit 33
 echo "RELOADED"
 """
     peer_out = {}

@@ -49,7 +49,7 @@ insmod /lib/offnic.ko || { echo "insmod failed"; exit 10; }
 n=0; while [ ! -e /sys/class/net/eth0 ] && [ $n -lt 60 ]; do sleep 1; n=$((n+1)); done
 ip link set eth0 up || exit 11
 ip addr add 192.0.2.2/24 dev eth0
-ping -c 2 -w 240 192.0.2.1 || exit 12
+ping -c 2 -W 60 -w 240 192.0.2.1 || exit 12
 turn=$(( $(offnic-ctl blocks | awk '$2 == "fw" {print $1}') + 0xbc ))
 wait_turn() {
   n=0; until [ $(( $(offnic-ctl read $turn) )) -ge $1 ]; do n=$((n+1)); [ $n -ge 600 ] && exit 9; sleep 1; done
@@ -61,14 +61,14 @@ echo "PHASE1-DONE"
 wait_turn 2
 ethtool -S eth0 | grep -e nic_tx_dma_errors -e nic_dma_rd_err_status
 echo "TXERR $(cat /sys/class/net/eth0/statistics/tx_errors)"
-ping -c 2 -w 240 192.0.2.1 || exit 15
+ping -c 2 -W 60 -w 240 192.0.2.1 || exit 15
 echo "PHASE2"
 wait_turn 3
 ping -c 3 -W 5 192.0.2.1; echo "PING2-RC $?"
 echo "PHASE2-DONE"
 wait_turn 4
 n=0; while [ $n -lt 120 ]; do dmesg | grep -q "TX queue .*restarting" && break; sleep 1; n=$((n+1)); done
-ping -c 3 -w 240 192.0.2.1 || exit 18
+ping -c 3 -W 60 -w 240 192.0.2.1 || exit 18
 echo "RSS-NOW"
 ethtool -x eth0
 np0=$(awk '/^Udp: [0-9]/ {print $3}' /proc/net/snmp)
