@@ -75,8 +75,9 @@ async def probe_ping_ethtool(dut):
     the peer land on the RX queues the RSS reference model names for that key and table,
     counted per queue by `ethtool -S`), `-G` with the port up and again while it is down (the
     queues' ring-size registers; pings after each), `devlink dev info` (the fw block's version
-    and state) and `offnic-ctl` (chain, registers read and written, counters, firmware
-    log, cache, connections: none, the NIC has no TCP engine block)."""
+    and state) and `offnic-ctl` (chain, registers read and written, misaligned and
+    out-of-BAR offsets refused, counters, firmware log, cache, connections: none, the NIC
+    has no TCP engine block)."""
     import random
     import subprocess
     import sys
@@ -128,6 +129,8 @@ echo "OFFNIC-CTL"
 offnic-ctl info || exit 51
 offnic-ctl blocks || exit 52
 echo "REG0 $(offnic-ctl read 0)"
+offnic-ctl read 0x3; echo "MISALIGNED-RC $?"
+offnic-ctl read 0x1000000; echo "BEYOND-BAR-RC $?"
 fw=$(offnic-ctl blocks | awk '$2 == "fw" {{print $1}}')
 offnic-ctl write $((fw + 0x48)) 5 || exit 53
 echo "LOGINDEX $(offnic-ctl read $((fw + 0x48)))"
@@ -219,6 +222,9 @@ nc -l -p 8081 </dev/null >/dev/null || exit 60
     assert re.search(rf"^\s+fw {v >> 16}\.{(v >> 8) & 0xFF}\.{v & 0xFF}$", out.console, re.M), "devlink: fw version"
     assert re.search(rf"^\s+fw\.state {state}$", out.console, re.M), f"devlink: fw.state {state}"
     assert "REG0 0x0ff10001" in out.console and "LOGINDEX 0x00000005" in out.console
+    # bad offsets are refused by the driver (EINVAL), not read
+    assert "MISALIGNED-RC 1" in out.console and "BEYOND-BAR-RC 1" in out.console
+    assert out.console.count("offnic-ctl: read: Invalid argument") == 2
     assert f"fw_version: {v >> 16}.{(v >> 8) & 0xFF}.{v & 0xFF}" in out.console
     assert re.search(r"^#0 \d+ us boot\(1\)", out.console, re.M), "offnic-ctl fw-log: the boot record"
     if regs.TOE.type_id in chain_types(out):
