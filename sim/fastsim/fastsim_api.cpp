@@ -135,6 +135,8 @@ void fastsim_set_link(int lanes) { g->host->set_link(lanes); }
 void fastsim_set_seed(uint64_t seed) { g->host->set_seed(seed); }
 void fastsim_set_sizes(int mps_code, int mrrs_code) { g->host->set_sizes(mps_code, mrrs_code); }
 void fastsim_set_host_mps(int code) { g->host->set_host_mps(code); }
+void fastsim_add_read_fault(uint64_t lo, uint64_t hi, int fault) { g->host->add_read_fault(lo, hi, fault != 0); }
+void fastsim_clear_read_faults() { g->host->clear_read_faults(); }
 void fastsim_mmio_write(uint64_t offset, const uint8_t* data, uint64_t n) { g->host->mmio_write(offset, data, n); }
 void fastsim_mmio_read(uint64_t offset, uint64_t n, uint32_t id) { g->host->mmio_read(offset, n, id); }
 
@@ -151,11 +153,13 @@ int fastsim_next_event(uint32_t* id, uint32_t* status, uint8_t* data, uint64_t c
   return static_cast<int>(ev.kind);
 }
 
-// reads, in_flight, max_in_flight, rq_tlps, rc_tlps, cq_tlps, cc_tlps, rq_beats, rc_beats, msi, bad_requests, cycle
+// reads, in_flight, max_in_flight, rq_tlps, rc_tlps, cq_tlps, cc_tlps, rq_beats, rc_beats, msi, bad_requests, cycle,
+// faulted_reads
 void fastsim_host_stats(uint64_t* out) {
   const fastsim::PcieHostStats& s = g->host->stats();
   const uint64_t v[] = {s.reads, s.in_flight, s.max_in_flight, s.rq_tlps, s.rc_tlps, s.cq_tlps,
-                        s.cc_tlps, s.rq_beats, s.rc_beats, s.msi, s.bad_requests, g->host->cycle()};
+                        s.cc_tlps, s.rq_beats, s.rc_beats, s.msi, s.bad_requests, g->host->cycle(),
+                        s.faulted_reads};
   std::memcpy(out, v, sizeof v);
 }
 

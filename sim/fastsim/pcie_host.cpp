@@ -302,7 +302,9 @@ void PcieHost::answer_read(Tlp* req) {
     delete req;
     return;
   }
-  bool ok = mem_range(base, req->dwords * 4ull);
+  bool fault = faulted(base);
+  bool ok = mem_range(base, req->dwords * 4ull) && !fault;
+  if (fault) ++stats_.faulted_reads;
   auto completion = [&](uint32_t status, uint32_t lower, uint32_t byte_count, const uint8_t* data, uint32_t ndw) {
     auto* c = new Tlp;
     Frame& f = c->frame;

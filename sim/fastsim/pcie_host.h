@@ -38,6 +38,7 @@ struct PcieHostStats {
   uint64_t reads = 0, in_flight = 0, max_in_flight = 0;  // host memory reads (HostMemory's names)
   uint64_t rq_tlps = 0, rc_tlps = 0, cq_tlps = 0, cc_tlps = 0, rq_beats = 0, rc_beats = 0;
   uint64_t msi = 0, bad_requests = 0;
+  uint64_t faulted_reads = 0;  // reads answered Unsupported Request by the injected fault window
 };
 
 // The workloads' PCIe tap (bench/pcie_tap.PcieTap's arithmetic): every TLP put on the
@@ -95,6 +96,13 @@ class PcieHost {
   // Device control as the driver programmed it: codes (0: 128 B .. 5: 4096 B).
   void set_sizes(int mps_code, int mrrs_code) { mps_code_ = mps_code; mrrs_code_ = mrrs_code; }
   void set_host_mps(int code) { host_mps_code_ = code; }  // the root complex's own max payload
+  // Fault injection: rules (lo, hi, fault), first match wins, no match: no fault. A read of
+  // the NIC's whose first byte a faulting rule covers completes Unsupported Request, as a
+  // root complex answers a read the IOMMU refuses; a non-faulting rule exempts a range (a
+  // ring) from a wider one. Writes are not touched: they are posted, and a real root
+  // complex drops a refused one without telling the NIC.
+  void add_read_fault(uint64_t lo, uint64_t hi, bool fault) { faults_.push_back({lo, hi, fault}); }
+  void clear_read_faults() { faults_.clear(); }
 
   // The driver's BAR0 accesses; reads complete with a kMmioRead event carrying `id`.
   void mmio_write(uint64_t offset, const uint8_t* data, size_t n);
@@ -135,10 +143,17 @@ class PcieHost {
   void host_receives(Tlp* t);
   void answer_read(Tlp* t);
   bool mem_range(uint64_t addr, size_t n) const { return addr < mem_bytes_ && n <= mem_bytes_ - addr; }
+  bool faulted(uint64_t addr) const {
+    for (const Fault& f : faults_)
+      if (addr >= f.lo && addr < f.hi) return f.fault;
+    return false;
+  }
   static void drive(Frame* f, bool rc, uint32_t* tdata, uint8_t* tkeep, uint8_t* tlast, uint32_t* tuser);
 
   uint8_t* mem_;
   size_t mem_bytes_;
+  struct Fault { uint64_t lo, hi; bool fault; };
+  std::vector<Fault> faults_;
   uint64_t period_ps_;
   uint64_t cycle_ = 0, seq_ = 0;
   double latency_ns_ = 1000.0, jitter_ns_ = 0.0;

@@ -483,7 +483,8 @@ def cmd_bench_cache(args: list[str]) -> int:
 def cmd_driver(args: list[str]) -> int:
     from offnic_sim.harness import kdriver
     ap = argparse.ArgumentParser(prog="offnic driver",
-                                 description="build offnic.ko with W=1 and sparse (C=2), run checkpatch --strict")
+                                 description="build offnic.ko with W=1 and sparse (C=2), run checkpatch --strict; "
+                                             "build offnic-ctl")
     ap.add_argument("--no-checkpatch", action="store_true", help="build only")
     a = ap.parse_args(args)
     try:
@@ -501,13 +502,19 @@ def cmd_driver(args: list[str]) -> int:
         print(b.log[-4000:])
     print(f"[offnic] build: {'ok' if b.ok else 'FAILED'}, {len(b.findings)} compiler/sparse findings "
           f"({b.files_checked} files checked by sparse)")
+    ctl = kdriver.build_ctl()
+    for line in ctl.findings:
+        print(f"  {line}")
+    if not ctl.ok:
+        print(ctl.log[-4000:])
+    print(f"[offnic] offnic-ctl: {'ok' if ctl.ok else 'FAILED'} ({_rel(kdriver.CTL)})")
     cp = []
     if not a.no_checkpatch:
         cp, n = kdriver.checkpatch()
         for line in cp:
             print(f"  {line}")
         print(f"[offnic] checkpatch --strict: {len(cp)} findings in {n} files")
-    clean = b.ok and not b.findings and not cp
+    clean = b.ok and not b.findings and not cp and ctl.ok
     print(f"[offnic] driver: {'clean' if clean else 'NOT clean'}; module {_rel(kdriver.MODULE)}")
     return 0 if clean else 1
 

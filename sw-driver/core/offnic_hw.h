@@ -97,6 +97,9 @@ void offnic_cq_close(const struct offnic_hw *hw, int kind, u32 q);
 int offnic_queue_open(const struct offnic_hw *hw, int kind, u32 q, struct offnic_ring *r, u32 port);
 void offnic_queue_close(const struct offnic_hw *hw, int kind, u32 q);
 int offnic_queue_wait_idle(const struct offnic_hw *hw, int kind, u32 q, unsigned int max_us);
+int offnic_queue_failed(const struct offnic_hw *hw, int kind, u32 q);
+int offnic_queue_restart(const struct offnic_hw *hw, int kind, u32 q);
+u32 offnic_desc_fetch_errors(const struct offnic_hw *hw, int kind);
 void offnic_queue_doorbell(const struct offnic_hw *hw, int kind, u32 q, u16 prod);
 void offnic_cq_done(const struct offnic_hw *hw, int kind, u32 q, u16 cons, int arm);
 void offnic_eq_done(const struct offnic_hw *hw, u32 k, u16 cons, int arm);
@@ -140,6 +143,17 @@ extern const unsigned int offnic_n_counter_defs;
  * what each moved since its last read. n_values() slots: the per-port counters of
  * port p at p * n_port_defs + i, then the device-wide ones.
  */
+/* The control processor's firmware (offnic_fw.c) */
+struct offnic_fw_info {
+	u32 version;	/* major 31:16, minor 15:8, patch 7:0 */
+	u32 state;	/* fw_proto.h FW_STATE_* */
+	u32 status;	/* the fw block's status bits (running, trap, ...) */
+	u32 heartbeat;
+};
+
+int offnic_fw_get(const struct offnic_hw *hw, struct offnic_fw_info *fw);
+const char *offnic_fw_state_name(u32 state);
+
 unsigned int offnic_counters_n_port_defs(void);
 unsigned int offnic_counters_n_values(const struct offnic_hw *hw);
 const char *offnic_counter_value_name(const struct offnic_hw *hw, unsigned int i, u32 *port);

@@ -177,6 +177,43 @@ int offnic_queue_wait_idle(const struct offnic_hw *hw, int kind, u32 q, unsigned
 	return OFFNIC_ERR_RANGE;
 }
 
+/* The NIC stopped queue q: one of its descriptor fetches failed (status.error) */
+int offnic_queue_failed(const struct offnic_hw *hw, int kind, u32 q)
+{
+	if (q >= hw->n_queues[kind])
+		return 0;
+	return !!(offnic_rd(hw, offnic_queue_reg(hw, kind, q, Q(STATUS))) & Q(STATUS_ERROR_MASK));
+}
+
+/*
+ * Restart queue q after a failed fetch: disabling clears status.error, enabling fetches
+ * again from the NIC's consumer index, so the ring, its posted descriptors and the
+ * producer index stay as they are. OFFNIC_ERR_RANGE if a fetch did not end.
+ */
+int offnic_queue_restart(const struct offnic_hw *hw, int kind, u32 q)
+{
+	u32 at;
+	int err;
+
+	if (q >= hw->n_queues[kind])
+		return OFFNIC_ERR_RANGE;
+	at = offnic_queue_reg(hw, kind, q, Q(CONTROL));
+	offnic_queue_close(hw, kind, q);
+	err = offnic_queue_wait_idle(hw, kind, q, 1000);
+	offnic_wr(hw, at, offnic_rd(hw, at) | CTRL_ENABLE);
+	return err;
+}
+
+/* Descriptor fetches of every queue of a kind that failed so far (the engine's counter, wraps) */
+u32 offnic_desc_fetch_errors(const struct offnic_hw *hw, int kind)
+{
+	if (kind == OFFNIC_TX)
+		return hw->tx_engine ?
+		       offnic_rd(hw, hw->tx_engine + OFFNIC_RB_TX_ENGINE_REG_DESC_FETCH_ERRORS) : 0;
+	return hw->rx_engine ?
+	       offnic_rd(hw, hw->rx_engine + OFFNIC_RB_RX_ENGINE_REG_DESC_FETCH_ERRORS) : 0;
+}
+
 void offnic_queue_doorbell(const struct offnic_hw *hw, int kind, u32 q, u16 prod)
 {
 	offnic_wr(hw, offnic_queue_reg(hw, kind, q, Q(PROD)), prod);

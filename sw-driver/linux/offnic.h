@@ -25,8 +25,11 @@
 #define OFFNIC_RX_COPYBREAK 256
 #define OFFNIC_MAX_MTU 64000		/* with the fragmentation offload */
 #define OFFNIC_STATS_PERIOD (10 * HZ)	/* read the wrapping counters at least this often */
+#define OFFNIC_HEALTH_PERIOD HZ		/* look for queues a failed fetch stopped */
 
 struct offnic_adapter;
+struct offnic_cdev;
+struct devlink;
 
 /* One completion queue and the NAPI context that serves it */
 struct offnic_cq {
@@ -145,6 +148,15 @@ struct offnic_adapter {
 	u32 *ctr_last;
 	u64 *ctr_total;
 	struct delayed_work stats_work;
+
+	/* queues stopped by a failed descriptor fetch (offnic_health.c) */
+	struct delayed_work health_work;
+	bool health_on;
+	u32 fetch_errors_seen[2];
+	u64 queue_restarts[2];
+
+	struct offnic_cdev *cdev;	/* /dev/offnicN (offnic_cdev.c) */
+	struct devlink *devlink;	/* offnic_devlink.c */
 };
 
 static inline struct offnic_priv *offnic_priv(struct net_device *ndev)
@@ -174,6 +186,18 @@ int offnic_rx_up(struct offnic_adapter *ad);
 void offnic_rx_down(struct offnic_adapter *ad);
 int offnic_reasm_setup(struct offnic_adapter *ad, u32 n);
 void offnic_reasm_teardown(struct offnic_adapter *ad);
+
+/* offnic_health.c */
+void offnic_health_start(struct offnic_adapter *ad);
+void offnic_health_stop(struct offnic_adapter *ad);
+
+/* offnic_cdev.c */
+int offnic_cdev_create(struct offnic_adapter *ad);
+void offnic_cdev_destroy(struct offnic_adapter *ad);
+
+/* offnic_devlink.c */
+int offnic_devlink_create(struct offnic_adapter *ad);
+void offnic_devlink_destroy(struct offnic_adapter *ad);
 
 /* offnic_ethtool.c */
 void offnic_set_ethtool_ops(struct net_device *ndev);

@@ -15,9 +15,14 @@
 static void offnic_get_drvinfo(struct net_device *ndev, struct ethtool_drvinfo *info)
 {
 	struct offnic_priv *priv = offnic_priv(ndev);
+	struct offnic_fw_info fw;
 
 	strscpy(info->driver, OFFNIC_DRV_NAME, sizeof(info->driver));
 	strscpy(info->bus_info, pci_name(priv->ad->pdev), sizeof(info->bus_info));
+	if (!offnic_fw_get(&priv->ad->hw, &fw))
+		snprintf(info->fw_version, sizeof(info->fw_version), "%u.%u.%u %s",
+			 fw.version >> 16, (fw.version >> 8) & 0xff, fw.version & 0xff,
+			 offnic_fw_state_name(fw.state));
 }
 
 static int offnic_get_link_ksettings(struct net_device *ndev, struct ethtool_link_ksettings *ks)
@@ -34,7 +39,14 @@ static int offnic_get_link_ksettings(struct net_device *ndev, struct ethtool_lin
 	return 0;
 }
 
-/* -S: this port's per-port values, then the device-wide ones */
+/*
+ * -S: the NIC's counters (this port's per-port values, then the device-wide ones), then
+ * the driver's: queues restarted after a failed descriptor fetch, and this port's frames
+ * per RX queue (RSS spreading shows there).
+ */
+#define OFFNIC_DRV_STATS 2
+#define OFFNIC_RXQ_STATS 2
+
 static bool offnic_stat_shown(struct offnic_priv *priv, unsigned int i)
 {
 	const struct offnic_hw *hw = &priv->ad->hw;
@@ -54,7 +66,7 @@ static int offnic_get_sset_count(struct net_device *ndev, int sset)
 		return -EOPNOTSUPP;
 	for (i = 0; i < offnic_counters_n_values(&priv->ad->hw); i++)
 		n += offnic_stat_shown(priv, i);
-	return n;
+	return n + OFFNIC_DRV_STATS + OFFNIC_RXQ_STATS * priv->ad->n_rxq;
 }
 
 static void offnic_get_strings(struct net_device *ndev, u32 sset, u8 *data)
@@ -69,6 +81,12 @@ static void offnic_get_strings(struct net_device *ndev, u32 sset, u8 *data)
 		if (offnic_stat_shown(priv, i))
 			ethtool_sprintf(&data, "%s",
 					offnic_counter_value_name(&priv->ad->hw, i, &port));
+	ethtool_sprintf(&data, "tx_queue_restarts");
+	ethtool_sprintf(&data, "rx_queue_restarts");
+	for (i = 0; i < priv->ad->n_rxq; i++) {
+		ethtool_sprintf(&data, "rxq%u_packets", i);
+		ethtool_sprintf(&data, "rxq%u_bytes", i);
+	}
 }
 
 static void offnic_get_ethtool_stats(struct net_device *ndev, struct ethtool_stats *stats,
@@ -84,6 +102,21 @@ static void offnic_get_ethtool_stats(struct net_device *ndev, struct ethtool_sta
 		if (offnic_stat_shown(priv, i))
 			data[k++] = ad->ctr_total[i];
 	mutex_unlock(&ad->stats_lock);
+	data[k++] = ad->queue_restarts[OFFNIC_TX];
+	data[k++] = ad->queue_restarts[OFFNIC_RX];
+	for (i = 0; i < ad->n_rxq; i++) {
+		struct offnic_rxq *rxq = &ad->rxq[i];
+		unsigned int start;
+		u64 packets, bytes;
+
+		do {
+			start = u64_stats_fetch_begin(&rxq->syncp);
+			packets = rxq->port[priv->port].packets;
+			bytes = rxq->port[priv->port].bytes;
+		} while (u64_stats_fetch_retry(&rxq->syncp, start));
+		data[k++] = packets;
+		data[k++] = bytes;
+	}
 }
 
 static void offnic_get_ringparam(struct net_device *ndev, struct ethtool_ringparam *ring,

@@ -259,6 +259,10 @@ static void offnic_teardown(struct offnic_adapter *ad)
 {
 	u32 p;
 
+	offnic_cdev_destroy(ad);
+	offnic_devlink_destroy(ad);
+	if (ad->health_on)
+		offnic_health_stop(ad);
 	for (p = 0; p < OFFNIC_MAX_PORTS; p++)
 		if (ad->ndev[p])
 			offnic_netdev_destroy(ad, p);
@@ -356,6 +360,13 @@ static int offnic_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 			goto fail;
 	}
 	schedule_delayed_work(&ad->stats_work, OFFNIC_STATS_PERIOD);
+	offnic_health_start(ad);
+	ad->health_on = true;
+	err = offnic_cdev_create(ad);
+	if (!err)
+		err = offnic_devlink_create(ad);
+	if (err)
+		goto fail;
 	return 0;
 fail:
 	offnic_teardown(ad);

@@ -214,3 +214,41 @@ def test_pcie_host_bad_requests():
     assert lib.host_mem()[0x100] == 7
     st = lib.host_stats()
     assert st["bad_requests"] == 3 and st["in_flight"] == 0, st
+
+
+def test_pcie_host_read_faults():
+    """Injected read faults (the VM's DMA errors, tests/vm/test_vm_dma_error.py): the first
+    matching rule decides, a faulting rule answers Unsupported Request (no data, request
+    completed) and counts `faulted_reads`, an exempting rule inside a wider faulting one
+    lets its range read normally, reads outside every rule and after the rules are cleared
+    read memory; writes are never faulted."""
+    rng = random.Random(random.getrandbits(64))
+    lib = FastLib()
+    lib.init(1 << 20, 4.0, 0, False)
+    lib.lib.fastsim_set_read_latency(100.0, 0.0)
+    mem = lib.host_mem()
+    for a in (0x1100, 0x3000, 0x20000):
+        mem[a:a + 4] = (a | 0xA5000000).to_bytes(4, "little")
+    lib.lib.fastsim_add_read_fault(0x1000, 0x2000, 0)      # exempt (a ring)
+    lib.lib.fastsim_add_read_fault(0, 0x10000, 1)          # every other read below 64 KiB fails
+    nic = Nic(lib, rng)
+    nic.rq([0x1100, 0, 1 | 0 << 11, 1], 0xF, 0)
+    nic.rq([0x3000, 0, 1 | 0 << 11, 2], 0xF, 0)
+    nic.rq([0x20000, 0, 1 | 0 << 11, 3], 0xF, 0)
+    nic.rq([0x3100, 0, 1 | 1 << 11, 0, 9], 0xF, 0)         # a write into the faulting range lands
+    for _ in range(2000):
+        nic.step()
+    lib.lib.fastsim_clear_read_faults()
+    nic.rq([0x3000, 0, 1 | 0 << 11, 4], 0xF, 0)
+    for _ in range(2000):
+        nic.step()
+    by_tag = {dw[2] & 0xFF: dw for _, dw, _ in nic.rc_frames}
+    assert sorted(by_tag) == [1, 2, 3, 4], by_tag
+    for tag, addr in ((1, 0x1100), (3, 0x20000), (4, 0x3000)):
+        dw = by_tag[tag]
+        assert dw[1] >> 11 & 7 == 0 and dw[3] == addr | 0xA5000000, (tag, dw)
+    dw = by_tag[2]
+    assert dw[1] >> 11 & 7 == 1 and dw[1] & 0x7FF == 0 and dw[0] >> 30 & 1 and len(dw) == 3, dw
+    assert mem[0x3100] == 9
+    st = lib.host_stats()
+    assert st["faulted_reads"] == 1 and st["bad_requests"] == 0 and st["in_flight"] == 0, st

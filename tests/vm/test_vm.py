@@ -12,13 +12,18 @@ each. They are marked `vm`: `./offnic test -m vm` runs only them, `-m "not vm"` 
 """
 import re
 
+import sys
+from pathlib import Path
+
 import cocotb
 import pytest
 
 from offnic_sim.harness.hw import Design
 from offnic_sim.harness.runner import run_cocotb
-from offnic_sim.vm import image, session
+from offnic_sim.vm import guest_output, image, session
 from offnic_sim.vm.session import PeerSpec
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "offload"))   # rss_model
 
 NIC = Design.of("nic.Nic", addr_bits=24, board_id=0)
 REASON = image.unavailable_reason()
@@ -40,52 +45,200 @@ def report(dut, out: session.Outcome) -> None:
     print("---- guest console ----\n" + out.console[-6000:] + "\n---- end ----")
 
 
+# RSS spreading: UDP flows from the peer (source ports FLOW_PORT0 + i) to a closed port of
+# the guest, FLOW_DATAGRAMS each; the indirection table leaves queue 0 (the default queue,
+# where non-IP frames such as ARP go) out, so queues 1..7 see only these flows.
+FLOWS, FLOW_DATAGRAMS, FLOW_PORT0 = 24, 2, 40000
+RSS_WEIGHTS = "0 2 1 1 1 1 1 1"
+
+
+async def _release_guest(ns, port: int = 8081) -> None:
+    """Connect to the guest's `nc -l -p port` from the peer namespace: it waits there."""
+    import subprocess
+    import sys
+    from cocotb.triggers import Timer
+    code = (f"import socket, time\nfor _ in range(600):\n    try:\n"
+            f"        socket.create_connection(('192.0.2.2', {port}), timeout=10).close(); break\n"
+            f"    except OSError:\n        time.sleep(0.5)\n")
+    p = subprocess.Popen(["ip", "netns", "exec", ns.name, sys.executable, "-c", code])
+    while p.poll() is None:
+        await Timer(20, unit="us")
+
+
 @cocotb.test()
 async def probe_ping_ethtool(dut):
     """offnic.ko probes the NIC (BAR0 chain walk, MSI-X), port 0 comes up, the guest pings the
-    namespace peer across the NIC; `ethtool -C` moderation settings are read back from the
-    NIC's completion-queue registers by the host, and `ethtool -c/-g/-S/-i` answer."""
+    namespace peer across the NIC (two vCPUs, so two MSI-X vectors: RSS's queues raise both);
+    then the management interfaces, each checked against the
+    NIC's registers as the host reads them: `ethtool -C` (moderation registers), `-X` (a
+    random Toeplitz key: the key registers; a weighted indirection table: 24 UDP flows from
+    the peer land on the RX queues the RSS reference model names for that key and table,
+    counted per queue by `ethtool -S`), `-G` with the port up and again while it is down (the
+    queues' ring-size registers; pings after each), `devlink dev info` (the fw block's version
+    and state) and `offnic-ctl` (chain, registers read and written, misaligned and
+    out-of-BAR offsets refused, counters, firmware log, cache, connections: none, the NIC
+    has no TCP engine block)."""
+    import random
+    import subprocess
+    import sys
     from cocotb.triggers import Timer
     from offnic_sim.host import regs
+    from rss_model import toeplitz, tuple_bytes
     rx_frames, rx_usecs, tx_frames, tx_usecs = 7, 13, 5, 11
+    seed = random.getrandbits(32)
+    rng = random.Random(seed)
+    dut._log.info(f"seed {seed} (OFFNIC_SEED replays)")
+    key = rng.randbytes(40)
+    hkey = ":".join(f"{b:02x}" for b in key)
+    total = FLOWS * FLOW_DATAGRAMS
     script = PRELUDE + rf"""
 ip link set eth0 up || exit 11
 ip addr add 192.0.2.2/24 dev eth0
-ping -c 3 -w 240 192.0.2.1 || exit 12
+ping -c 3 -W 60 -w 240 192.0.2.1 || exit 12
 ethtool -i eth0 || exit 13
 ethtool -C eth0 rx-frames {rx_frames} rx-usecs {rx_usecs} tx-frames {tx_frames} tx-usecs {tx_usecs} || exit 14
 echo "ETHTOOL-SET"
 ethtool -c eth0 || exit 15
 ethtool -g eth0 || exit 16
 ethtool -S eth0 | head -40
-ping -c 2 -w 240 192.0.2.1 || exit 17
+ping -c 2 -W 60 -w 240 192.0.2.1 || exit 17
+ethtool -X eth0 hkey {hkey} weight {RSS_WEIGHTS} || exit 40
+echo "RSS-TABLE"
+ethtool -x eth0 || exit 41
+np0=$(awk '/^Udp: [0-9]/ {{print $3}}' /proc/net/snmp)
+echo "RSS-BEFORE"
+ethtool -S eth0 | grep rxq
+echo "FLOWS-READY"
+n=0; while [ $n -lt 300 ]; do np=$(awk '/^Udp: [0-9]/ {{print $3}}' /proc/net/snmp); [ $((np - np0)) -ge {total} ] && break; sleep 1; n=$((n+1)); done
+echo "RSS-AFTER"
+ethtool -S eth0 | grep -e rxq -e restarts
+ethtool -G eth0 rx 256 tx 128 || exit 42
+echo "RINGS-UP"
+offnic-ctl queues || exit 43
+ping -c 2 -W 60 -w 240 192.0.2.1 || exit 44
+ip link set eth0 down
+ethtool -G eth0 rx 512 tx 512 || exit 45
+ip link set eth0 up || exit 46
+ping -c 2 -W 60 -w 240 192.0.2.1 || exit 47
+echo "RINGS-DOWN-UP"
+ethtool -g eth0
+offnic-ctl queues || exit 48
+echo "DEVLINK"
+devlink dev info || exit 50
+echo "OFFNIC-CTL"
+offnic-ctl info || exit 51
+offnic-ctl blocks || exit 52
+echo "REG0 $(offnic-ctl read 0)"
+offnic-ctl read 0x3; echo "MISALIGNED-RC $?"
+offnic-ctl read 0x1000000; echo "BEYOND-BAR-RC $?"
+fw=$(offnic-ctl blocks | awk '$2 == "fw" {{print $1}}')
+offnic-ctl write $((fw + 0x48)) 5 || exit 53
+echo "LOGINDEX $(offnic-ctl read $((fw + 0x48)))"
+offnic-ctl fw || exit 54
+offnic-ctl fw-log || exit 55
+offnic-ctl cache || exit 56
+offnic-ctl conns; echo "CONNS-RC $?"
+offnic-ctl counters | grep -e port0.mac_rx_frames -e nic_rx_packets
 grep -e '-eq' /proc/interrupts
 dmesg | grep -i offnic | tail -20
+echo "HOST-CHECK"
+nc -l -p 8081 </dev/null >/dev/null || exit 60
 """
-    moderation = {}
+    seen = {}
 
-    async def check_registers(ctx):
+    async def host_side(ctx):
+        dev, ns = ctx["device"], ctx["ns"][0]
+
+        async def reg(block, name: str) -> int:
+            return await dev.bar.read_dword(dev.blocks[block.type_id][0] + block.regs[name].offset)
+
         while "ETHTOOL-SET" not in ctx["console"]():
             await Timer(20, unit="us")
-        dev = ctx["device"]
         for name, block in (("rx", regs.RX_CQS), ("tx", regs.TX_CQS)):
-            moderation[name] = list(zip(await dev.read_records(block, "mod_count"),
-                                        await dev.read_records(block, "mod_time_us")))
+            seen[name] = list(zip(await dev.read_records(block, "mod_count"),
+                                  await dev.read_records(block, "mod_time_us")))
+        while "FLOWS-READY" not in ctx["console"]():
+            await Timer(20, unit="us")
+        send = (f"import socket\nfor i in range({FLOWS}):\n"
+                f"    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(('192.0.2.1', {FLOW_PORT0} + i))\n"
+                f"    [s.sendto(bytes(64), ('192.0.2.2', 9)) for _ in range({FLOW_DATAGRAMS})]\n    s.close()\n")
+        subprocess.run(["ip", "netns", "exec", ns.name, sys.executable, "-c", send], check=True)
+        while "RINGS-UP" not in ctx["console"]():
+            await Timer(20, unit="us")
+        seen["rx_ctrl_up"] = await dev.read_records(regs.RX_QUEUES, "control")
+        seen["tx_ctrl_up"] = await dev.read_records(regs.TX_QUEUES, "control")
+        while "HOST-CHECK" not in ctx["console"]():
+            await Timer(20, unit="us")
+        seen["key"] = b""
+        for i in range(10):   # byte 4i in bits 31:24
+            seen["key"] += (await reg(regs.RSS, f"key_{i}")).to_bytes(4, "big")
+        seen["rx_ctrl"] = await dev.read_records(regs.RX_QUEUES, "control")
+        seen["tx_ctrl"] = await dev.read_records(regs.TX_QUEUES, "control")
+        seen["fw_version"] = await reg(regs.FW, "fw_version")
+        seen["fw_state"] = await reg(regs.FW, "state")
+        await _release_guest(ns)
 
-    out = await session.run(dut, script, [PeerSpec("192.0.2.1/24")], name="ping", timeout_s=900,
-                            during=check_registers)
+    # two vCPUs: two MSI-X vectors and event queues, RX completion queues alternating between them
+    out = await session.run(dut, script, [PeerSpec("192.0.2.1/24")], name="ping", timeout_s=1200, during=host_side,
+                            smp=2)
     report(dut, out)
-    dut._log.info(f"moderation registers (count, usecs) per CQ: {moderation}")
+    dut._log.info(f"registers the host read: { {k: v for k, v in seen.items() if k != 'key'} }")
     assert out.exit_code == 0, f"guest script exit {out.exit_code}"
     assert " 0% packet loss" in out.console
     assert out.stats["device"]["msi"] > 0, "no MSI-X message reached the guest"
+    vectors = out.stats["msi_per_vector"]
+    assert sum(1 for n in vectors if n) >= 2, f"RSS traffic should raise both vCPUs' vectors: {vectors}"
     assert out.stats["taps"][0].get("rx_frames", 0) >= 3   # the echo requests crossed the NIC into Linux
     assert "driver: offnic" in out.console
-    # ethtool -c reads the driver's values; the registers show they reached the hardware
+    # -C: ethtool -c reads the driver's values; the registers show they reached the hardware
     assert f"rx-usecs: {rx_usecs}" in out.console and f"rx-frames: {rx_frames}" in out.console
     for name, want in (("rx", (rx_frames, rx_usecs)), ("tx", (tx_frames, tx_usecs))):
-        regs_ = moderation.get(name, [])
-        assert want in regs_, f"{name} CQ moderation {want} not in the NIC's registers: {regs_}"
+        assert want in seen.get(name, []), f"{name} CQ moderation {want} not in the NIC's registers: {seen.get(name)}"
+    # -X: the key in the NIC's key registers; the flows spread as the model says for key and table
+    assert seen.get("key") == key, f"RSS key registers {seen.get('key', b'').hex()} != {key.hex()}"
+    table = guest_output.indir_table(out.console, "RSS-TABLE")
+    assert table and set(table) == {1, 2, 3, 4, 5, 6, 7}, f"indirection table {table}"
+    want = {q: 0 for q in range(8)}
+    for i in range(FLOWS):
+        h = toeplitz(key, tuple_bytes("192.0.2.1", "192.0.2.2", FLOW_PORT0 + i, 9))
+        want[table[h % len(table)]] += FLOW_DATAGRAMS
+    before = guest_output.rxq_packets(out.console, "RSS-BEFORE")
+    after = guest_output.rxq_packets(out.console, "RSS-AFTER")
+    got = {q: after.get(q, 0) - before.get(q, 0) for q in range(8)}
+    dut._log.info(f"RSS: frames per RX queue {got}, the model's {want}")
+    assert all(got[q] == want[q] for q in range(1, 8)), f"per-queue frames {got} != model {want}"
+    assert sum(1 for q in range(1, 8) if got[q]) >= 3, f"the flows did not spread: {got}"
+    # -G: ring sizes in the queues' registers (log_size, enable), with the port up, then after down/up
+    log_size, enable = 0xF, 1 << 8
+    for tag, rx_log, tx_log in (("_up", 8, 7), ("", 9, 9)):
+        rx, tx = seen[f"rx_ctrl{tag}"], seen[f"tx_ctrl{tag}"]
+        assert all(c & log_size == rx_log and c & enable for c in rx), f"RX queue controls {rx}"
+        assert all(c & log_size == tx_log and c & enable for c in tx[:4]), f"port 0's TX queue controls {tx}"
+    assert "rx 0: size 256 on" in out.console and "tx 0: size 128 on" in out.console
+    assert out.console.count("2 packets transmitted, 2 packets received") >= 3
+    # devlink and offnic-ctl against the fw block's registers
+    v = seen["fw_version"]
+    state = ("reset", "booting", "running", "running-no-toe")[seen["fw_state"]]
+    assert re.search(rf"^\s+fw {v >> 16}\.{(v >> 8) & 0xFF}\.{v & 0xFF}$", out.console, re.M), "devlink: fw version"
+    assert re.search(rf"^\s+fw\.state {state}$", out.console, re.M), f"devlink: fw.state {state}"
+    assert "REG0 0x0ff10001" in out.console and "LOGINDEX 0x00000005" in out.console
+    # bad offsets are refused by the driver (EINVAL), not read
+    assert "MISALIGNED-RC 1" in out.console and "BEYOND-BAR-RC 1" in out.console
+    assert out.console.count("offnic-ctl: read: Invalid argument") == 2
+    assert f"fw_version: {v >> 16}.{(v >> 8) & 0xFF}.{v & 0xFF}" in out.console
+    assert re.search(r"^#0 \d+ us boot\(1\)", out.console, re.M), "offnic-ctl fw-log: the boot record"
+    if regs.TOE.type_id in chain_types(out):
+        assert "CONNS-RC 0" in out.console
+    else:
+        assert "offloaded connections: none (unsupported" in out.console and "CONNS-RC 3" in out.console
+    m = re.search(r"^port0\.mac_rx_frames: (\d+)$", out.console, re.M)
+    assert m and int(m.group(1)) >= total, "offnic-ctl counters: port 0's received frames"
+    assert "Call Trace" not in out.console and "BUG" not in out.console
+
+
+def chain_types(out: session.Outcome) -> set[int]:
+    """The block types of the chain, as `offnic-ctl blocks` printed them."""
+    return {int(t, 16) for t in re.findall(r"^0x[0-9a-f]+ +\w+ +type (0x[0-9a-f]+)", out.console, re.M)}
 
 
 def test_probe_ping_ethtool():
@@ -150,11 +303,11 @@ httpd -p 8080 -h /www || exit 21
 echo "HTTPD-READY"
 nc -l -p 8081 </dev/null >/dev/null || exit 22
 echo "PEER-DONE"
-ping -c 2 -s 4000 -w 240 192.0.2.1 || exit 23
+ping -c 2 -s 4000 -W 60 -w 240 192.0.2.1 || exit 23
 echo "FRAG-OFFLOAD"
 sysctl -w net.ipv4.ip_no_pmtu_disc=1 >/dev/null   # echoes without DF: the NIC refuses to cut DF datagrams
 ip link set eth0 mtu 9000 || exit 24
-ping -c 2 -s 8000 -w 240 192.0.2.1 || exit 25
+ping -c 2 -s 8000 -W 60 -w 240 192.0.2.1 || exit 25
 echo "UDP-READY"
 n=0; while [ $n -lt 180 ]; do np=$(awk '/^Udp: [0-9]/ {{print $3}}' /proc/net/snmp); [ "$np" -ge {UDP_COUNT} ] && break; sleep 1; n=$((n+1)); done
 grep '^Udp:' /proc/net/snmp
@@ -169,7 +322,7 @@ kill $p
 insmod /lib/offnic.ko || exit 31
 n=0; while [ ! -e /sys/class/net/eth0 ] && [ $n -lt 60 ]; do sleep 1; n=$((n+1)); done
 ip link set eth0 up && ip addr add 192.0.2.2/24 dev eth0 || exit 32
-ping -c 2 -w 240 192.0.2.1 || exit 33
+ping -c 2 -W 60 -w 240 192.0.2.1 || exit 33
 echo "RELOADED"
 """
     peer_out = {}

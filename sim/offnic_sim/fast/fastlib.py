@@ -67,7 +67,7 @@ class FastLib:
     """The loaded library: the partners of one NIC (one per process)."""
 
     HOST_STATS = ("reads", "in_flight", "max_in_flight", "rq_tlps", "rc_tlps", "cq_tlps", "cc_tlps",
-                  "rq_beats", "rc_beats", "msi", "bad_requests", "cycle")
+                  "rq_beats", "rc_beats", "msi", "bad_requests", "cycle", "faulted_reads")
 
     def __init__(self, path: Path | None = None):
         path = path or build()
@@ -88,6 +88,8 @@ class FastLib:
         _sig(lib, "fastsim_mmio_read", None, c_u64, c_u64, c_u32)
         _sig(lib, "fastsim_next_event", c_int, u32p, u32p, ctypes.c_char_p, c_u64, u64p)
         _sig(lib, "fastsim_host_stats", None, u64p)
+        _sig(lib, "fastsim_add_read_fault", None, c_u64, c_u64, c_int)
+        _sig(lib, "fastsim_clear_read_faults", None)
         _sig(lib, "fastsim_tap_range", None, c_u64, c_u64, c_u32)
         _sig(lib, "fastsim_tap_bucket", None, c_int)
         _sig(lib, "fastsim_tap_clear", None)

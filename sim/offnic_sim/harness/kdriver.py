@@ -5,6 +5,9 @@
   it; KDIR in the environment overrides).
 - `build_module()`: a clean build of offnic.ko into build/sw/linux with `W=1` and
   `C=2` (sparse on every file); returns the compiler's and sparse's findings.
+- `build_ctl()`: the user-space library and tool (sw-driver/ctl: liboffnic_ctl.a,
+  offnic-ctl) into build/sw/ctl, warnings as errors (kernel style, not checkpatch's:
+  it is user space, with stdint types).
 - `checkpatch()`: the kernel's checkpatch.pl (setup extracts it from the pinned
   linux-source package into .tools/) with `--strict --no-tree` over every source file
   of the module; returns every ERROR, WARNING and CHECK.
@@ -26,6 +29,9 @@ LINUX_SRC = SW / "linux"
 CORE_SRC = SW / "core"
 BUILD = ROOT / "build" / "sw" / "linux"
 MODULE = BUILD / "offnic.ko"
+CTL_SRC = SW / "ctl"
+CTL_BUILD = ROOT / "build" / "sw" / "ctl"
+CTL = CTL_BUILD / "offnic-ctl"
 HEADERS_PACKAGE = "linux-headers-amd64"
 
 # compiler and sparse diagnostics look like "file:line:col: warning: ..."
@@ -68,7 +74,7 @@ def checkpatch_script() -> Path:
 
 def source_files() -> list[Path]:
     """Every source file of the module and the core (the user-space host included)."""
-    files = sorted(LINUX_SRC.glob("*.[ch]")) + sorted(CORE_SRC.rglob("*.[ch]"))
+    files = sorted(LINUX_SRC.glob("*.[ch]")) + sorted(CORE_SRC.rglob("*.[ch]")) + [SW / "include" / "offnic_uapi.h"]
     return files + [LINUX_SRC / "Kbuild", LINUX_SRC / "Makefile"]
 
 
@@ -83,6 +89,15 @@ def build_module(jobs: int = 2) -> BuildResult:
     checked = sum(1 for line in log.splitlines() if line.strip().startswith("CHECK "))
     return BuildResult(ok=p.returncode == 0 and MODULE.exists(), findings=findings,
                        files_checked=checked, log=log)
+
+
+def build_ctl() -> BuildResult:
+    """liboffnic_ctl.a and offnic-ctl (user space, static, -Wall -Wextra -Werror): a clean build."""
+    subprocess.run(["make", "-s", "-C", str(CTL_SRC), f"O={CTL_BUILD}", "clean"], check=True)
+    p = subprocess.run(["make", "-C", str(CTL_SRC), f"O={CTL_BUILD}"], capture_output=True, text=True)
+    log = p.stdout + p.stderr
+    findings = [line for line in log.splitlines() if _DIAG.search(line)]
+    return BuildResult(ok=p.returncode == 0 and CTL.exists(), findings=findings, log=log)
 
 
 def checkpatch(files: list[Path] | None = None) -> tuple[list[str], int]:

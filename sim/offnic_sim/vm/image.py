@@ -6,8 +6,8 @@
   by chroot, ../shared/TOOLCHAIN.md);
 - `vmlinuz`: the guest kernel, Debian 12's linux-image (the kernel the headers offnic.ko
   builds against belong to);
-- `initramfs.cpio`: busybox-static and offnic.ko; the guest's script is a second archive
-  the kernel unpacks over it (`script_cpio`), so one base image serves every test.
+- `initramfs.cpio`: busybox-static, offnic.ko and offnic-ctl (sw-driver/ctl, static);
+  the guest's script is a second archive the kernel unpacks over it (`script_cpio`), so one base image serves every test.
 
 Each piece is rebuilt only when its pins change (a stamp beside it records them).
 """
@@ -160,10 +160,12 @@ def _newc(entries: list[tuple[str, int, bytes]]) -> bytes:
 
 
 # Files the guest needs beyond busybox, from Debian 12's packages (pins.toml [vm]
-# guest_packages): ethtool and the libraries it links. (package, path in it, path in the guest)
+# guest_packages): ethtool, devlink and the libraries they link. (package, path in it, path in the guest)
 GUEST_FILES = [
     ("ethtool", "sbin/ethtool", "sbin/ethtool"),
+    ("iproute2", "sbin/devlink", "sbin/devlink"),
     ("libmnl0", "usr/lib/x86_64-linux-gnu/libmnl.so.0", "lib/x86_64-linux-gnu/libmnl.so.0"),
+    ("libcap2", "lib/x86_64-linux-gnu/libcap.so.2", "lib/x86_64-linux-gnu/libcap.so.2"),
     ("libc6", "lib/x86_64-linux-gnu/libc.so.6", "lib/x86_64-linux-gnu/libc.so.6"),
     ("libc6", "lib/x86_64-linux-gnu/libm.so.6", "lib/x86_64-linux-gnu/libm.so.6"),
     ("libc6", "lib64/ld-linux-x86-64.so.2", "lib64/ld-linux-x86-64.so.2"),
@@ -196,10 +198,11 @@ def guest_files(p: dict) -> list[tuple[str, int, bytes]]:
     return out
 
 
-def build_initramfs(p: dict, dest: Path, module: Path) -> Path:
+def build_initramfs(p: dict, dest: Path, module: Path, ctl: Path) -> Path:
     busybox = Path("/bin/busybox")
     want = {"busybox": p["host_packages"]["busybox-static"], "guest": p["guest_packages"], "files": GUEST_FILES,
             "module": hashlib.sha256(module.read_bytes()).hexdigest(),
+            "ctl": hashlib.sha256(ctl.read_bytes()).hexdigest(),
             "init": hashlib.sha256(INIT.encode()).hexdigest()}
     if _stamp_ok(dest, want):
         return dest
@@ -207,7 +210,7 @@ def build_initramfs(p: dict, dest: Path, module: Path) -> Path:
                                            "lib/x86_64-linux-gnu", "lib64")]
     entries += guest_files(p)
     entries += [("bin/busybox", 0o100755, busybox.read_bytes()), ("init", 0o100755, INIT.encode()),
-                ("lib/offnic.ko", 0o100644, module.read_bytes())]
+                ("lib/offnic.ko", 0o100644, module.read_bytes()), ("bin/offnic-ctl", 0o100755, ctl.read_bytes())]
     dest.write_bytes(_newc(entries))
     _stamp(dest, want)
     return dest
@@ -229,6 +232,10 @@ def ensure(module: Path | None = None) -> Images:
             if not b.ok:
                 raise RuntimeError(f"offnic.ko did not build:\n{b.log[-2000:]}")
         module = kdriver.MODULE
+    if not kdriver.CTL.exists():
+        b = kdriver.build_ctl()
+        if not b.ok:
+            raise RuntimeError(f"offnic-ctl did not build:\n{b.log[-2000:]}")
     from filelock import FileLock
     p = pins()
     VM.mkdir(parents=True, exist_ok=True)
@@ -238,7 +245,7 @@ def ensure(module: Path | None = None) -> Images:
         guest = root / RUN_IN_ROOT.lstrip("/")
         guest.mkdir(exist_ok=True)
         kernel = extract_kernel(p, guest / "vmlinuz")
-        initramfs = build_initramfs(p, guest / "initramfs.cpio", module)
+        initramfs = build_initramfs(p, guest / "initramfs.cpio", module, kdriver.CTL)
     return Images(root, kernel, initramfs, module)
 
 

@@ -228,6 +228,21 @@ class NicDevice:
         if self.maps.pop((iova, size), None):
             _mmap_fixed(self.host_base + iova, size, -1, 0)
 
+    # ------------------------------------------------------------------ fault injection
+    def set_read_faults(self, rules: list[tuple[int, int, bool]]) -> None:
+        """DMA read faults: rules (iova, size, fault), first match wins, [] ends them. A read
+        of the NIC's starting in a faulting rule's range completes Unsupported Request (as an
+        IOMMU-refused read does); a non-faulting rule exempts its range from later ones.
+        Writes are never faulted: posted writes fail silently on a real host, and the NIC
+        could not tell."""
+        self.lib.fastsim_clear_read_faults()
+        for iova, size, fault in rules:
+            self.lib.fastsim_add_read_fault(iova, iova + size, int(fault))
+
+    @property
+    def faulted_reads(self) -> int:
+        return self.tb.lib.host_stats()["faulted_reads"]
+
     def reset(self) -> None:
         for k in list(self.eventfds):
             self._release(k)

@@ -52,9 +52,9 @@ class Outcome:
         return self.sim_us / self.wall_s if self.wall_s else 0.0
 
 
-def qemu_command(im: image.Images, sock: str, initrd: str, append: str = "") -> list[str]:
+def qemu_command(im: image.Images, sock: str, initrd: str, append: str = "", smp: int = 1) -> list[str]:
     dev = '{"driver":"vfio-user-pci","socket":{"path":"%s","type":"unix"},"x-msg-timeout":600000}' % sock
-    return ["chroot", str(im.root), "qemu-system-x86_64", "-accel", "tcg", "-smp", "1", "-m", str(GUEST_MB),
+    return ["chroot", str(im.root), "qemu-system-x86_64", "-accel", "tcg", "-smp", str(smp), "-m", str(GUEST_MB),
             "-object", f"memory-backend-memfd,id=mem,size={GUEST_MB}M,share=on",
             "-machine", "pc,memory-backend=mem", "-nic", "none", "-display", "none", "-monitor", "none",
             "-serial", "stdio", "-no-reboot", "-kernel", im.in_root(im.kernel), "-initrd", initrd,
@@ -62,8 +62,8 @@ def qemu_command(im: image.Images, sock: str, initrd: str, append: str = "") -> 
 
 
 async def run(dut, script: str, peers: list[PeerSpec], *, name: str = "vm", timeout_s: float = 600.0,
-              during=None) -> Outcome:
-    """Boot the guest with `script` against the NIC of `dut` and wait for the script's end.
+              during=None, smp: int = 1) -> Outcome:
+    """Boot the guest (`smp` vCPUs; TCG) with `script` against the NIC of `dut` and wait for the script's end.
     `during(ctx)`: an optional coroutine run beside the guest, with ctx holding 'ns'
     (namespaces by port), 'taps', 'device' and 'console' (a callable returning the text so far)."""
     im = image.ensure()
@@ -95,8 +95,9 @@ async def run(dut, script: str, peers: list[PeerSpec], *, name: str = "vm", time
         out = open(console, "wb")
         stack.callback(out.close)
         t0, sim0 = time.monotonic(), get_sim_time("ns")
-        qemu = subprocess.Popen(qemu_command(im, im.in_root(sock), im.in_root(initrd)), stdin=subprocess.DEVNULL,
+        qemu = subprocess.Popen(qemu_command(im, im.in_root(sock), im.in_root(initrd), smp=smp), stdin=subprocess.DEVNULL,
                                 stdout=out, stderr=subprocess.STDOUT)
+        stack.callback(lambda: qemu.poll() is None and (qemu.kill(), qemu.wait()))  # a failed test leaves none
         dut._log.info(f"vm: QEMU pid {qemu.pid}, console {console}")
 
         def text() -> str:

@@ -26,12 +26,14 @@ dmesg | grep -i offnic | tail
 [ $a = 0 ] && [ $b = 0 ]
 """
 SCRIPT_ENV = "OFFNIC_VM_SCRIPT"
+SMP_ENV = "OFFNIC_VM_SMP"
 
 
 def main(args: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="offnic vm", description="offnic.ko in a Linux VM against the simulated NIC")
     ap.add_argument("what", nargs="?", choices=["run", "setup"], default="run")
     ap.add_argument("--script", type=Path, help="the guest's shell script (busybox sh) instead of the default")
+    ap.add_argument("--smp", type=int, default=1, help="guest vCPUs (TCG: each costs host CPU; default 1)")
     a = ap.parse_args(args)
     from offnic_sim.vm import image
     reason = image.unavailable_reason()
@@ -49,7 +51,7 @@ def main(args: list[str]) -> int:
     script = a.script.read_text() if a.script else DEFAULT_SCRIPT
     try:
         run_cocotb(Design.of("nic.Nic", addr_bits=24, board_id=0), "offnic_sim.vm.vm_run", testcase="manual_vm",
-                   fast=True, env={SCRIPT_ENV: script})
+                   fast=True, env={SCRIPT_ENV: script, SMP_ENV: str(a.smp)})
     except AssertionError as e:
         print(f"[offnic] vm: {e}", file=sys.stderr)
         return 1
@@ -67,7 +69,7 @@ if cocotb is not None:
         from offnic_sim.vm import session
         script = os.environ.get(SCRIPT_ENV, DEFAULT_SCRIPT)
         out = await session.run(dut, script, [session.PeerSpec("192.0.2.1/24"), session.PeerSpec("198.51.100.1/24")],
-                                name="manual", timeout_s=1800)
+                                name="manual", timeout_s=1800, smp=int(os.environ.get(SMP_ENV, "1")))
         print(out.console)
         print(f"[offnic] vm: guest exit {out.exit_code}; {out.wall_s:.1f} s wall, {out.sim_us:.0f} us of NIC time "
               f"({out.sim_us_per_wall_s:.1f} us per wall second); {out.stats}", flush=True)
