@@ -337,8 +337,14 @@ class TcpEngine(val connections: Int = 4096, val buckets: Int = 1024, val slots:
     decide.m_note.valid || decide.m_tx.valid || !decide.s_in.ready
   m_rsp.bits := rsp
 
-  // A wheel tick (24 bits) as the engine's 32-bit tick: the latest one not after now.
-  private def tick32(t24: UInt): UInt = nowTick - (nowTick(TimerWheel.TickBits - 1, 0) - t24)(TimerWheel.TickBits - 1, 0)
+  // A wheel tick (24 bits) as the engine's 32-bit tick: the nearest one to now. The wheel's
+  // own prescaler can run a tick ahead of nowTick (cfg_cycles_per_us changed at run time:
+  // the NIC's register starts at 250), so a tick just after now must not read as 2^24 ago.
+  private def tick32(t24: UInt): UInt = {
+    val tb = TimerWheel.TickBits
+    val d = (t24 - nowTick(tb - 1, 0))(tb - 1, 0).asSInt.pad(32)
+    (nowTick.asSInt + d).asUInt(31, 0)
+  }
 
   switch(st) {
     is(E.Idle) {
@@ -418,6 +424,7 @@ class TcpEngine(val connections: Int = 4096, val buckets: Int = 1024, val slots:
       when(cmd.op === EngineOp.Complete.U) {
         when(held(id)) {
           held(id) := false.B
+          rsp.status := EngineStatus.Ok.U
           tcb := cmd.tcb
           addr := cmd.addr
           armed.on := false.B
@@ -429,6 +436,7 @@ class TcpEngine(val connections: Int = 4096, val buckets: Int = 1024, val slots:
         }
       }.elsewhen(cmd.op === EngineOp.Restore.U && held(id) && !live(tcbRd)) {
         held(id) := false.B
+        rsp.status := EngineStatus.Ok.U
         st := E.Delete
       }
     }
