@@ -11,7 +11,8 @@ import offnic.regs.{RegBlock, RegBusClientPort, RegMap}
   * will take over.
   */
 object NicCpu {
-  def attach(cpu: Option[CpuParams], block: Option[RegBlock], client: RegBusClientPort): Option[ControlProcessor] =
+  def attach(cpu: Option[CpuParams], block: Option[RegBlock], client: RegBusClientPort,
+             lc: Option[LoadControlIn] = None, softLimit: Option[UInt] = None): Option[ControlProcessor] =
     cpu match {
       case Some(c) =>
         val b = block.getOrElse(throw new IllegalArgumentException("the NIC with a processor needs the fw block"))
@@ -19,7 +20,8 @@ object NicCpu {
         val m = Module(new ControlProcessor(c, ControlProcessor.defaultImage(c)))
         m.host <> b.hw
         client <> m.nic
-        m.lc := 0.U.asTypeOf(new LoadControlIn)
+        m.lc := lc.getOrElse(0.U.asTypeOf(new LoadControlIn)) // (the TCP engine's, when the NIC has one)
+        softLimit.foreach(_ := m.soft_limit)
         Some(m)
       case None =>
         client.req.valid := false.B

@@ -4,8 +4,9 @@ import chisel3._
 import chisel3.util._
 import offnic.{Elaboratable, Params}
 import offnic.axi.Axi4IO
+import offnic.axis.{AxisIO, AxisParams}
 import offnic.cache.PayloadCache
-import offnic.cpu.{ControlProcessor, CpuParams, NicCpu}
+import offnic.cpu.{ControlProcessor, CpuParams, LoadControlIn, NicCpu}
 import offnic.eth.EthPort
 import offnic.offload.TxChecksum
 import offnic.pcie._
@@ -22,6 +23,9 @@ import offnic.regs._
   *       whose DRAM tier is the AXI4 port `m_axi`
   *   RX: XGMII -> EthPort -> RxEngine (RxFilter per port, RxChecksum, RssHash, Reassembler, RX RAM) -> DMA write
   *   CplWriter: completions, events and MSI-X writes to the host
+  *   With `toeConnections` > 0 (NicToe): the TCP engine's lookup between the RX arbiter and
+  *   RxChecksum, its NIC-packet queue and engine, a TxMerge before each EthPort, its buffers
+  *   through the DMA arbiter
   *
   * docs/queues.md is the host's view; ARCHITECTURE.md draws the data path.
   */
@@ -54,8 +58,12 @@ class Nic(val c: DeviceRegsParams, val p: NicParams, val portMbps: Seq[Int], val
     RegMap.TxQueues -> p.txQueues, RegMap.RxQueues -> p.rxQueues, RegMap.TxCqs -> p.txQueues,
     RegMap.RxCqs -> p.rxQueues, RegMap.Eqs -> p.eqs, RegMap.Msix -> p.eqs, RegMap.TxEngine -> 0,
     RegMap.RxEngine -> 0, RegMap.Rss -> 0, RegMap.EthPort -> 0, RegMap.EthPort -> 0, RegMap.Cache -> 0,
-    RegMap.Reasm -> 0) ++ cpu.map(_ => RegMap.Fw -> 0)
-  private val blocks = chain.zip(RegBus.layout(chain.map(_._1))).map { case ((t, n), (base, next)) =>
+    RegMap.Reasm -> 0) ++ (if (p.toeConnections > 0) Seq(RegMap.Toe -> 0, RegMap.ToeHost -> 0) else Nil) ++
+    cpu.map(_ => RegMap.Fw -> 0)
+  private val placed = chain.zip(RegBus.layout(chain.map(_._1)))
+  // The `toe` block is the TCP engine's own (TcpOffload builds it at its place in the chain).
+  private val toePlace = placed.collectFirst { case ((RegMap.Toe, _), at) => at }
+  private val blocks = placed.filter(_._1._1 != RegMap.Toe).map { case ((t, n), (base, next)) =>
     Module(new RegBlock(t, base, next, c.addrBits, n))
   }
   private val bridge = Module(new AxilRegBridge(c.addrBits))
@@ -63,8 +71,13 @@ class Nic(val c: DeviceRegsParams, val p: NicParams, val portMbps: Seq[Int], val
   // The control processor (issue 18) is a second master on the register bus, after the host.
   private val regArb = Module(new RegBusArbiter(c.addrBits))
   regArb.host <> bridge.reg
-  RegBus.fanOut(regArb.out, blocks.map(_.bus))
-  NicCpu.attach(cpu, blocks.lastOption.filter(_.t == RegMap.Fw), regArb.client)
+  private val toeReg = toePlace.map(_ => Wire(new RegBusPort(c.addrBits)))
+  RegBus.fanOut(regArb.out, blocks.map(_.bus) ++ toeReg)
+  // Load control's inputs come from the TCP engine, its Soft_limit goes back to it (issue 18).
+  private val toeLc = Option.when(p.toeConnections > 0 && cpu.isDefined)(Wire(new LoadControlIn))
+  private val toeSoft = Option.when(p.toeConnections > 0)(Wire(UInt(32.W)))
+  NicCpu.attach(cpu, blocks.lastOption.filter(_.t == RegMap.Fw), regArb.client, toeLc, toeSoft.filter(_ => cpu.isDefined))
+  if (cpu.isEmpty) toeSoft.foreach(_ := p.toeConnections.U)
   private val Seq(devB, clkB, barB, dmaB, txqB, rxqB, txcqB, rxcqB, eqB, msixB, txeB, rxeB, rssB, port0B, port1B, cacheB, reasmB) = blocks.take(17)
 
   DeviceRegs.driveDeviceId(devB.hw, c)
@@ -84,7 +97,7 @@ class Nic(val c: DeviceRegsParams, val p: NicParams, val portMbps: Seq[Int], val
   private val dmaHost = Module(new DmaArbiter(p.dma, DmaShare.EngRamBits, DmaShare.EngRamBase, DmaShare.EngTag,
     DmaShare.EngTagMask))
   DmaShare.connect(dma, dmaHost, dmaB)
-  DmaShare.noEngine(dmaHost) // until TcpOffload joins the NIC (issue 17, step 2)
+  if (p.toeConnections == 0) DmaShare.noEngine(dmaHost) // else NicToe attaches the engine's bridge
 
   private val txRam = Seq.fill(2)(Module(new DmaRam(TxRamAddrBits, 2, TxRamBytes)))
   private val rxRam = Module(new DmaRam(16, 2))
@@ -281,6 +294,11 @@ class Nic(val c: DeviceRegsParams, val p: NicParams, val portMbps: Seq[Int], val
   private val csumBad = Wire(Vec(2, Bool()))
   private val csumDrop = Wire(Vec(2, Bool()))
   private val portB = Seq(port0B, port1B)
+  private val withToe = p.toeConnections > 0
+  // With the engine: TxChecksum's output and the port's input meet in NicToe's TX merge.
+  private val txcOut = Option.when(withToe)(Wire(Vec(2, new AxisIO(AxisParams(32)))))
+  private val portTxIn = Option.when(withToe)(Wire(Vec(2, new AxisIO(AxisParams(32)))))
+  private val portMac = Option.when(withToe)(Wire(Vec(2, UInt(48.W))))
   for (pt <- 0 until 2) {
     val txc = Module(new TxChecksum(32, 512, 32))
     txc.s_axis <> tx.m_axis(pt)
@@ -289,7 +307,10 @@ class Nic(val c: DeviceRegsParams, val p: NicParams, val portMbps: Seq[Int], val
     val port = Module(new EthPort(maxFrameLen = p.maxRxFrame))
     port.mac_clk := port_mac_clk(pt)
     port.mac_rst := port_mac_rst(pt)
-    port.s_axis <> txc.m_axis
+    if (withToe) {
+      txcOut.get(pt) <> txc.m_axis
+      port.s_axis <> portTxIn.get(pt)
+    } else port.s_axis <> txc.m_axis
     rx.s_axis(pt) <> port.m_axis
     port_xgmii_txd(pt) := port.xgmii_txd
     port_xgmii_txc(pt) := port.xgmii_txc
@@ -315,12 +336,23 @@ class Nic(val c: DeviceRegsParams, val p: NicParams, val portMbps: Seq[Int], val
     b.value("rx_fifo_drops") := s.rx_fifo_drops
     val f = rx.cfg_filter(pt)
     f.mac := Cat(b.value("mac_hi")(15, 0), b.value("mac_lo"))
+    portMac.foreach(_(pt) := f.mac)
     f.promisc := b.value("rx_filter")(0)
     f.allMulti := b.value("rx_filter")(1)
     f.broadcast := b.value("rx_filter")(2)
     f.mcHash := Cat(b.value("mc_hash_hi"), b.value("mc_hash_lo"))
     b.value("rx_filter_drops") := StatCounter(rx.stat_filter_drop(pt))
     b.value("rx_foreign") := StatCounter(rx.stat_filter_foreign(pt))
+  }
+
+  // ---- The TCP engine (issue 17): between the RX arbiter and the host path, beside the TX
+  // engine at each port, on the DMA arbiter's engine side (NicToe).
+  for ((place, reg) <- toePlace.zip(toeReg)) {
+    val hostB = blocks.find(_.t == RegMap.ToeHost).get
+    val engReg = NicToe.attach(p, c.addrBits, place._1, place._2, rx, dmaHost, txcOut.get, portTxIn.get, hostB,
+      dmaB.hw.value("arbitration")(0), portMac.get, toeLc, toeSoft.get)
+    engReg.req := reg.req
+    reg.resp := engReg.resp
   }
 
   // ---- Statistics

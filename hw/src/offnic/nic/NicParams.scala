@@ -20,6 +20,9 @@ import offnic.pcie.DmaParams
   * @param cplSlots    completion/event/interrupt records in flight to the host
   * @param usCycles    core cycles per microsecond (250 at 250 MHz), for moderation timers
   * @param cache       the payload cache's tiers (docs/cache.md)
+  * @param toeConnections the TCP engine's connection count (issue 17; a power of two, 0: no
+  *                    engine, the NIC as before); toeBuckets/toeSlots its table buckets and
+  *                    timer-wheel slots, toeNicqFrames the NIC-packet queue's frames
   */
 case class NicParams(
     txQueues: Int = 8,
@@ -37,8 +40,14 @@ case class NicParams(
     usCycles: Int = 250,
     coreFreqKhz: Int = 250000,
     cache: CacheParams = CacheParams(),
-    dma: DmaParams = DmaParams(ramAddrBits = NicParams.RamAddrBits, tags = 128, descSlots = 128)
+    dma: DmaParams = DmaParams(ramAddrBits = NicParams.RamAddrBits, tags = 128, descSlots = 128),
+    toeConnections: Int = 0,
+    toeBuckets: Int = 1024,
+    toeSlots: Int = 1024,
+    toeNicqFrames: Int = 64
 ) {
+  require(toeConnections == 0 || (isPow2(toeConnections) && toeConnections >= 4 && toeConnections <= 4096),
+    "toeConnections: 0 (no engine) or a power of two, 4..4096")
   require(isPow2(txQueues) && txQueues >= 2 && txQueues <= 16, "txQueues: a power of two, 2..16")
   require(isPow2(rxQueues) && rxQueues >= 2 && rxQueues <= 16, "rxQueues: a power of two, 2..16")
   require(isPow2(txSlots) && txSlots >= 4 && txSlots <= 64, "txSlots: a power of two, 4..64 (6 bits of DMA tag)")
@@ -108,7 +117,11 @@ object NicParams {
         descSlots = p.int("desc_slots", 128),
         cplTimeoutCycles = p.int("cpl_timeout_cycles", 12500),
         ramReadLatency = 2
-      )
+      ),
+      toeConnections = p.int("toe_connections", 0),
+      toeBuckets = p.int("toe_buckets", d.toeBuckets),
+      toeSlots = p.int("toe_slots", d.toeSlots),
+      toeNicqFrames = p.int("toe_nicq_frames", d.toeNicqFrames)
     )
   }
 }

@@ -119,7 +119,17 @@ class RxEngine(val p: NicParams) extends Module {
   private val arb = Module(new AxisArbiter(filters.head.outP, 2, ArbiterMode.RoundRobin, tagSource = true))
   arb.s_axis.zip(filters).foreach { case (a, f) => a <> f.m_axis }
   private val csum = Module(new RxChecksum(arb.out))
-  csum.s_axis <> arb.m_axis
+  /** With the TCP engine (issue 17): every frame leaves the arbiter for the engine's lookup
+    * (`m_axis_steer`) and only the host's come back (`s_axis_steer`) into the checksum. */
+  val m_axis_steer = Option.when(p.toeConnections > 0)(IO(new AxisIO(arb.out)))
+  val s_axis_steer = Option.when(p.toeConnections > 0)(IO(Flipped(new AxisIO(arb.out))))
+  (m_axis_steer, s_axis_steer) match {
+    case (Some(out), Some(back)) =>
+      out <> arb.m_axis
+      csum.s_axis <> back
+    case _ =>
+      csum.s_axis <> arb.m_axis
+  }
   csum.cfg_start := cfg_csum_start
   private val rss = Module(new RssHash(arb.out, tableSize = 128, queueBits = rssQueueBits))
   rss.s_axis <> csum.m_axis

@@ -406,6 +406,80 @@ object RegMap {
     ) ++ ToeCounters.zipWithIndex.map { case ((n, d), i) => ro(n, 0x20 + 4 * i, d) }
   )
 
+  /** The TCP engine inside the NIC (issue 17, docs/toe.md "In the NIC"): the NIC-packet queue,
+    * the transmit merges, the engine's settings and the interim register command window. */
+  val ToeTcbWords = 40
+  val ToeHost = BlockType(
+    "toe_host", 0x0ff10028L, 0x00010000L,
+    "The TCP engine as part of the NIC: its NIC-packet queue (Qlen, drops), each port's transmit merge, " +
+      "its settings, and the interim command window (install, restore, status, send, read, close; docs/toe.md). " +
+      "Host-first or FCFS at every shared point follows dma.arbitration. Counters wrap.",
+    Seq(
+      ro("nicq_qlen", 0x0c, "Qlen: whole frames waiting in the NIC-packet queue now."),
+      Reg("nicq_max_frames", 0x10, RW(0), "Frames the NIC-packet queue may hold (0 or above nicq_capacity: nicq_capacity)."),
+      ro("nicq_frames", 0x14, "Frames of offloaded connections queued for the engine."),
+      ro("nicq_drops", 0x18, "Frames of offloaded connections dropped because the NIC-packet queue was full (TCP recovers)."),
+      ro("nicq_capacity", 0x1c, "Most frames the NIC-packet queue holds (its build size)."),
+      ro("tx_host_frames_0", 0x20, "Port 0: host frames that entered the transmit merge."),
+      ro("tx_engine_frames_0", 0x24, "Port 0: engine segments that entered the transmit merge."),
+      ro("tx_engine_over_host_0", 0x28, "Port 0: engine segments started while a host frame waited (0 in host-first mode)."),
+      ro("tx_host_frames_1", 0x2c, "Port 1: host frames that entered the transmit merge."),
+      ro("tx_engine_frames_1", 0x30, "Port 1: engine segments that entered the transmit merge."),
+      ro("tx_engine_over_host_1", 0x34, "Port 1: engine segments started while a host frame waited (0 in host-first mode)."),
+      Reg("cycles_per_us", 0x38, RW(250), "Core clocks per microsecond of the engine's clocks (250 at 250 MHz).",
+        Seq(Field("cycles", 0, 10, "Clocks per microsecond."))),
+      Reg("delack_us", 0x3c, RW(40000), "Delayed-ACK time (us)."),
+      Reg("rto_min_us", 0x40, RW(200000), "Minimum retransmission timeout (us; Linux's TCP_RTO_MIN)."),
+      Reg("rto_max_us", 0x44, RW(120000000), "Maximum retransmission timeout (us; Linux's TCP_RTO_MAX)."),
+      Reg("rto_initial_us", 0x48, RW(1000000), "Retransmission timeout before an RTT sample (us; RFC 6298 2.1)."),
+      Reg("time_wait_us", 0x4c, RW(60000000), "TIME_WAIT length (us; Linux's TCP_TIMEWAIT_LEN)."),
+      Reg("fin_wait2_us", 0x50, RW(0), "FIN_WAIT_2 limit (us) when engine_control.fin_wait2_on."),
+      Reg("engine_control", 0x54, RW(15 << 8), "Engine settings.",
+        Seq(Field("fin_wait2_on", 0, 1, "1: FIN_WAIT_2 ends after fin_wait2_us; 0: it waits for the peer's FIN."),
+          Field("max_retries", 8, 5, "Retransmissions before giving up (Linux's tcp_retries2: 15)."))),
+      Reg("hash_key_0", 0x58, RW(BigInt("7B2D804F", 16)), "Connection-table hash key bits 31:0 (127 bits, MSB first)."),
+      Reg("hash_key_1", 0x5c, RW(BigInt("19C6E35A", 16)), "Hash key bits 63:32."),
+      Reg("hash_key_2", 0x60, RW(BigInt("0F4BD287", 16)), "Hash key bits 95:64."),
+      Reg("hash_key_3", 0x64, RW(BigInt("5A3C96E1", 16) & 0x7fffffff), "Hash key bits 126:96 (bit 31 unused)."),
+      ro("tcb_bits", 0x68, "Bits of a connection's state (the Tcb) in the cmd_tcb/rsp_tcb words, word 0 bits 31:0 first."),
+      ro("tx_unrouted", 0x6c, "Engine segments sent on port 0 because their source address is neither port's (none expected)."),
+      ro("soft_limit", 0x70, "Soft_limit in force: the control processor's (seed 004 load control), else the connection count. " +
+        "An install or reserve while connections >= soft_limit is refused with status 5 (over the limit)."),
+      ro("installs_over_limit", 0x74, "Installs and reserves refused for Soft_limit (status 5)."),
+      Reg("cmd_op", 0x80, RW(0), "Command window (interim, docs/toe.md): the operation.",
+        Seq(Field("op", 0, 3, "0 install, 1 restore, 2 send, 3 read, 4 close, 5 status, 6 reserve, 7 complete (TcpEngine's EngineOp; 6 and 7: the two-phase install)."))),
+      Reg("cmd_id", 0x84, RW(0), "Connection id (all but install)."),
+      Reg("cmd_arg", 0x88, RW(0), "Install: our TSval now; send: written up to; read: consumed up to."),
+      Reg("cmd_dst_mac_lo", 0x8c, RW(0), "Install: the peer's MAC, bits 31:0 (MAC byte 5 in bits 7:0)."),
+      Reg("cmd_dst_mac_hi", 0x90, RW(0), "The peer's MAC, bits 47:32."),
+      Reg("cmd_src_mac_lo", 0x94, RW(0), "Our MAC (the port's: it chooses the port the engine sends on), bits 31:0."),
+      Reg("cmd_src_mac_hi", 0x98, RW(0), "Our MAC, bits 47:32."),
+      Reg("cmd_src_ip", 0x9c, RW(0), "Our IPv4 address."),
+      Reg("cmd_dst_ip", 0xa0, RW(0), "The peer's IPv4 address."),
+      Reg("cmd_ports", 0xa4, RW(0), "Our port in bits 31:16, the peer's in 15:0."),
+      Reg("cmd_go", 0xa8, WStrobe, "Write 1: issue the command in the window (ignored and counted while one is open)."),
+      Reg("cmd_state", 0xac, RO, "The window's state.",
+        Seq(Field("busy", 0, 1, "A command is open: its answer has not come."),
+          Field("done", 1, 1, "An answer came since the last cmd_go (rsp_* hold it)."))),
+      ro("cmd_issued", 0xb0, "Commands issued through the window."),
+      ro("cmd_busy_refused", 0xb4, "cmd_go writes ignored because a command was open."),
+      Reg("rsp_status", 0xb8, RO, "The last answer.",
+        Seq(Field("op", 0, 3, "Its command's op."), Field("status", 8, 3,
+          "0 ok, 1 exists, 2 table full, 3 no id, 4 not live (TcpEngine's EngineStatus), 5 over Soft_limit (the NIC's)."))),
+      ro("rsp_id", 0xbc, "The answer's connection id (install: the id the table gave)."),
+      ro("rsp_ts_val", 0xc0, "Our TSval at the answer."),
+      ro("rsp_now_us_lo", 0xc4, "The engine's clock at the answer (us), bits 31:0."),
+      ro("rsp_now_us_hi", 0xc8, "The engine's clock at the answer, bits 41:32."),
+      ro("note_count", 0xd0, "Notifications waiting (the engine waits when its note FIFO is full)."),
+      Reg("note_head", 0xd4, RO, "The oldest notification (valid when note_count > 0).",
+        Seq(Field("kind", 0, 3, "0 rx, 1 acked, 2 fin, 3 rst, 4 timeout, 5 closed (TcpDecide's NoteKind)."),
+          Field("id", 16, 16, "Its connection id."))),
+      ro("note_seq", 0xd8, "The oldest notification's sequence number (rx: received up to; acked: acknowledged up to)."),
+      Reg("note_pop", 0xdc, WStrobe, "Write 1: drop the oldest notification.")
+    ) ++ (0 until ToeTcbWords).map(k => Reg(s"cmd_tcb_$k", 0x100 + 4 * k, RW(0), s"Install: the connection's state, bits ${32 * k + 31}:${32 * k}.")) ++
+      (0 until ToeTcbWords).map(k => ro(s"rsp_tcb_$k", 0x200 + 4 * k, s"The answer's connection state, bits ${32 * k + 31}:${32 * k}."))
+  )
+
   val Pcs = BlockType(
     "pcs", 0x0ff10030L, 0x00010000L,
     "A port's 10GBASE-R / 25GBASE-R PCS (docs/phy.md): receive status and what went wrong on the line (counters wrap).",
@@ -428,6 +502,6 @@ object RegMap {
 
   /** Every block type, in the order the documentation lists them. */
   val blocks: Seq[BlockType] = Seq(DeviceId, Clock, BarAccess, TxQueues, RxQueues, TxCqs, RxCqs, Eqs, Msix,
-    EthPort, Dma, TxEngine, RxEngine, Rss, Reasm, Cache, Toe, Pcs, Fw)
+    EthPort, Dma, TxEngine, RxEngine, Rss, Reasm, Cache, Toe, ToeHost, Pcs, Fw)
   require(blocks.map(_.typeId).distinct.size == blocks.size, "two block types share a type id")
 }

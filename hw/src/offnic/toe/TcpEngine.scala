@@ -20,6 +20,15 @@ object EngineOp {
   val Close = 4
   /** Read connection `id`'s state (no change). */
   val Status = 5
+  /** Two-phase install, phase 1 (issue 17): the 4-tuple's table entry goes live (`addr`;
+    * the answer names the id) and the connection's segments are held, not decided: they
+    * wait, in order, in front of the engine (inside the NIC in the NIC-packet queue, whose
+    * bound drops and counts the ones past it). A Restore of a held id cancels it (table
+    * delete; the held segments are then dropped as stale). */
+  val Reserve = 6
+  /** Phase 2: install the reserved connection `id` with `tcb`/`addr`/`arg` as Install; its
+    * held segments are then decided in order. Not live unless `id` is reserved. */
+  val Complete = 7
 }
 
 /** Counters of [[TcpEngine]], in register order (RegMap.ToeCounters' engine part). */
@@ -99,11 +108,13 @@ class EngineRsp(val idBits: Int) extends Bundle {
   * 2^tickShift us, in step with the microsecond counter (both count from reset).
   */
 class TcpEngine(val connections: Int = 4096, val buckets: Int = 1024, val slots: Int = 1024,
-                val fifoBeats: Int = 512, val tickShift: Int = 6) extends Module {
+                val fifoBeats: Int = 512, val tickShift: Int = 6, val rxP: AxisParams = AxisParams(32),
+                val nicQueue: Option[NicQueueParams] = None) extends Module {
   val idBits: Int = log2Ceil(connections)
   private val p = AxisParams(32)
-  val s_axis = IO(Flipped(new AxisIO(p)))
-  val m_axis_host = IO(new AxisIO(p))
+  require(nicQueue.isDefined || rxP == p, "a receive stream with sideband needs the NIC-packet queue")
+  val s_axis = IO(Flipped(new AxisIO(rxP)))
+  val m_axis_host = IO(new AxisIO(rxP))
   val m_axis_seg = IO(new AxisIO(p))
   val m_rxw = IO(Decoupled(new RxWrite(idBits)))
   val m_tx = IO(Decoupled(new TxReq(idBits)))
@@ -118,7 +129,7 @@ class TcpEngine(val connections: Int = 4096, val buckets: Int = 1024, val slots:
   val steer_counters = IO(Output(Vec(SteerStat.maxId, UInt(32.W))))
   val table_counters = IO(Output(Vec(ConnStat.maxId, UInt(32.W))))
 
-  private val steer = Module(new TcpSteer(connections, buckets, fifoBeats, p))
+  private val steer = Module(new TcpSteer(connections, buckets, fifoBeats, rxP))
   val cfg_hash_key = IO(Input(UInt(steer.cfg_hash_key.getWidth.W)))
   val status = IO(Output(new Bundle {
     val ready = Bool()
@@ -158,7 +169,28 @@ class TcpEngine(val connections: Int = 4096, val buckets: Int = 1024, val slots:
 
   steer.s_axis <> s_axis
   m_axis_host <> steer.m_axis_host
-  m_axis_seg <> steer.m_axis_engine
+  // Segments of installed connections: straight from the steer, or (in the NIC) through the
+  // NIC-packet queue (NicSegQueue), which carries each frame with its description.
+  private val segIn = Wire(Decoupled(new SteerSeg(idBits)))
+  private val nicq = nicQueue.map(q => Module(new NicSegQueue(idBits, rxP, q.depth, q.maxFrames)))
+  val nicq_cfg = nicq.map(_ => IO(Input(new NicQueueCfg)))
+  val nicq_status = nicq.map(q => IO(Output(new NicQueueStatus(q.status_qlen.getWidth))))
+  nicq match {
+    case Some(q) =>
+      q.s_axis <> steer.m_axis_engine
+      q.s_seg <> steer.m_seg
+      m_axis_seg <> q.m_axis
+      segIn <> q.m_seg
+      q.cfg_max_frames := nicq_cfg.get.maxFrames
+      q.cfg_fcfs := nicq_cfg.get.fcfs
+      nicq_status.get.qlen := q.status_qlen
+      nicq_status.get.busy := q.status_busy
+      nicq_status.get.frame := q.stat_frame
+      nicq_status.get.drop := q.stat_drop
+    case None =>
+      m_axis_seg <> steer.m_axis_engine
+      segIn <> steer.m_seg
+  }
   steer.cfg_hash_key := cfg_hash_key
   steer_counters := steer.counters
   table_counters := steer.table_counters
@@ -202,6 +234,14 @@ class TcpEngine(val connections: Int = 4096, val buckets: Int = 1024, val slots:
   private val decided = Reg(Bool()) // the event went through the decision
   private val rsp = Reg(new EngineRsp(idBits))
   private val turn = RegInit(0.U(2.W)) // round robin: segments, timers, commands
+  // The addresses' one write port: installs (and reserves) write the command's.
+  private val addrWrEn = WireDefault(false.B)
+  private val addrWrId = WireDefault(0.U(idBits.W))
+  when(addrWrEn) { addrRam.write(addrWrId, cmd.addr) }
+  private def addrWrite(at: UInt): Unit = {
+    addrWrEn := true.B
+    addrWrId := at
+  }
   private val armedWr = WireDefault(false.B) // one write port: the word is `armedNext`
   private val armedNext = WireDefault(armed)
   when(armedWr) { armedRam.write(id, armedNext) }
@@ -215,7 +255,10 @@ class TcpEngine(val connections: Int = 4096, val buckets: Int = 1024, val slots:
   private def live(t: Tcb): Bool = t.state =/= ConnState.Closed.U
 
   // ---- Event sources.
-  private val segOk = steer.m_seg.valid
+  // Segments of a reserved connection (two-phase install) wait at the head until Complete.
+  private val held = RegInit(VecInit(Seq.fill(connections)(false.B)))
+  private val segHeld = held(segIn.bits.id)
+  private val segOk = segIn.valid && !segHeld
   private val timerOk = wheel.expired.valid
   private val cmdOk = s_cmd.valid
   private val pick = Wire(UInt(2.W)) // 0 segment, 1 timer, 2 command, 3 none
@@ -224,7 +267,7 @@ class TcpEngine(val connections: Int = 4096, val buckets: Int = 1024, val slots:
   pick := MuxLookup(turn, 3.U)(Seq(0.U -> first(Seq(0, 1, 2)), 1.U -> first(Seq(1, 2, 0)),
     2.U -> first(Seq(2, 0, 1))))
   private val idle = st === E.Idle && status.ready
-  steer.m_seg.ready := idle && pick === 0.U
+  segIn.ready := idle && pick === 0.U && !segHeld
   wheel.expired.ready := idle && pick === 1.U
   s_cmd.ready := idle && pick === 2.U
 
@@ -266,7 +309,7 @@ class TcpEngine(val connections: Int = 4096, val buckets: Int = 1024, val slots:
   decide.s_in.bits.seg.dataLen := seg.info.dataLen
   decide.s_in.bits.arg := arg
 
-  steer.cmd.valid := st === E.CmdStart && cmd.op === EngineOp.Install.U || st === E.Delete
+  steer.cmd.valid := st === E.CmdStart || st === E.Delete
   steer.cmd.bits.delete := st === E.Delete
   steer.cmd.bits.key := Mux(st === E.Delete, keyOf(addr), keyOf(cmd.addr))
   steer.rsp.ready := st === E.InsertWait || st === E.DeleteWait
@@ -282,7 +325,7 @@ class TcpEngine(val connections: Int = 4096, val buckets: Int = 1024, val slots:
   wheel.cmd.bits.delay := Mux(ahead <= 1.S, 1.U, Mux(ahead > 0xFFFF.S, 0xFFFF.U, ahead.asUInt(15, 0)))
 
   m_rsp.valid := st === E.Respond
-  when(steer.m_seg.fire) { count(EngineStat.Segments) }
+  when(segIn.fire) { count(EngineStat.Segments) }
   when(wheel.expired.fire) { count(EngineStat.Timers) }
   when(s_cmd.fire) { count(EngineStat.Commands) }
   when(m_rsp.fire && rsp.status =/= EngineStatus.Ok.U) { count(EngineStat.CommandsRefused) }
@@ -290,23 +333,29 @@ class TcpEngine(val connections: Int = 4096, val buckets: Int = 1024, val slots:
   when(m_note.fire && m_note.bits.note.kind === NoteKind.Rst.U) { count(EngineStat.NotesRst) }
   when(m_note.fire && m_note.bits.note.kind === NoteKind.Timeout.U) { count(EngineStat.NotesTimeout) }
   when(m_note.fire && m_note.bits.note.kind === NoteKind.Closed.U) { count(EngineStat.NotesClosed) }
-  status.busy := st =/= E.Idle || steer.m_seg.valid || wheel.expired.valid || rxwQ.io.deq.valid ||
+  status.busy := st =/= E.Idle || segIn.valid || nicq.map(_.status_busy).getOrElse(false.B) || wheel.expired.valid || rxwQ.io.deq.valid ||
     decide.m_note.valid || decide.m_tx.valid || !decide.s_in.ready
   m_rsp.bits := rsp
 
-  // A wheel tick (24 bits) as the engine's 32-bit tick: the latest one not after now.
-  private def tick32(t24: UInt): UInt = nowTick - (nowTick(TimerWheel.TickBits - 1, 0) - t24)(TimerWheel.TickBits - 1, 0)
+  // A wheel tick (24 bits) as the engine's 32-bit tick: the nearest one to now. The wheel's
+  // own prescaler can run a tick ahead of nowTick (cfg_cycles_per_us changed at run time:
+  // the NIC's register starts at 250), so a tick just after now must not read as 2^24 ago.
+  private def tick32(t24: UInt): UInt = {
+    val tb = TimerWheel.TickBits
+    val d = (t24 - nowTick(tb - 1, 0))(tb - 1, 0).asSInt.pad(32)
+    (nowTick.asSInt + d).asUInt(31, 0)
+  }
 
   switch(st) {
     is(E.Idle) {
-      when(steer.m_seg.fire) {
-        seg := steer.m_seg.bits
-        id := steer.m_seg.bits.id
+      when(segIn.fire) {
+        seg := segIn.bits
+        id := segIn.bits.id
         kind := EventKind.Seg.U
         isCmd := false.B
         decided := false.B
         rdEn := true.B
-        rdAddr := steer.m_seg.bits.id
+        rdAddr := segIn.bits.id
         st := E.SegRead
       }
       when(wheel.expired.fire) {
@@ -329,8 +378,9 @@ class TcpEngine(val connections: Int = 4096, val buckets: Int = 1024, val slots:
           EngineOp.Install.U -> EventKind.Install.U,
           EngineOp.Restore.U -> EventKind.Restore.U,
           EngineOp.Send.U -> EventKind.Send.U,
-          EngineOp.Read.U -> EventKind.Read.U))
-        st := Mux(s_cmd.bits.op === EngineOp.Install.U, E.CmdStart, E.CmdRead)
+          EngineOp.Read.U -> EventKind.Read.U,
+          EngineOp.Complete.U -> EventKind.Install.U))
+        st := Mux(s_cmd.bits.op === EngineOp.Install.U || s_cmd.bits.op === EngineOp.Reserve.U, E.CmdStart, E.CmdRead)
       }
       when(pick =/= 3.U && idle) { turn := Mux(pick === 2.U, 0.U, pick + 1.U) }
     }
@@ -370,6 +420,25 @@ class TcpEngine(val connections: Int = 4096, val buckets: Int = 1024, val slots:
         rsp.status := EngineStatus.NotLive.U
         st := E.Respond
       }
+      // Two-phase install: Complete takes a reserved id; Restore of one cancels it.
+      when(cmd.op === EngineOp.Complete.U) {
+        when(held(id)) {
+          held(id) := false.B
+          rsp.status := EngineStatus.Ok.U
+          tcb := cmd.tcb
+          addr := cmd.addr
+          armed.on := false.B
+          addrWrite(id)
+          st := E.Decide
+        }.otherwise {
+          rsp.status := EngineStatus.NotLive.U
+          st := E.Respond
+        }
+      }.elsewhen(cmd.op === EngineOp.Restore.U && held(id) && !live(tcbRd)) {
+        held(id) := false.B
+        rsp.status := EngineStatus.Ok.U
+        st := E.Delete
+      }
     }
     // Install: the table first; its id names the TCB.
     is(E.CmdStart) {
@@ -381,12 +450,16 @@ class TcpEngine(val connections: Int = 4096, val buckets: Int = 1024, val slots:
       when(steer.rsp.fire) {
         rsp.status := steer.rsp.bits.status
         rsp.id := steer.rsp.bits.id
-        when(steer.rsp.bits.status === ConnStatus.Ok.U) {
+        when(steer.rsp.bits.status === ConnStatus.Ok.U && cmd.op === EngineOp.Reserve.U) {
+          held(steer.rsp.bits.id) := true.B
+          addrWrite(steer.rsp.bits.id)
+          st := E.Respond
+        }.elsewhen(steer.rsp.bits.status === ConnStatus.Ok.U) {
           id := steer.rsp.bits.id
           tcb := cmd.tcb
           addr := cmd.addr
           armed.on := false.B
-          addrRam.write(steer.rsp.bits.id, cmd.addr)
+          addrWrite(steer.rsp.bits.id)
           st := E.Decide
         }.otherwise {
           st := E.Respond
@@ -449,6 +522,22 @@ class TcpEngine(val connections: Int = 4096, val buckets: Int = 1024, val slots:
       when(m_rsp.fire) { st := E.Idle }
     }
   }
+}
+
+/** The NIC-packet queue's size inside the NIC: `depth` beats of 32 bytes, `maxFrames` frames. */
+case class NicQueueParams(depth: Int = 512, maxFrames: Int = 64)
+
+class NicQueueCfg extends Bundle {
+  val maxFrames = UInt(16.W)
+  val fcfs = Bool()
+}
+
+class NicQueueStatus(val qlenBits: Int) extends Bundle {
+  val qlen = UInt(qlenBits.W)
+  val busy = Bool()
+  /** Pulses: a frame queued, a frame dropped. */
+  val frame = Bool()
+  val drop = Bool()
 }
 
 object TcpEngine extends Elaboratable {

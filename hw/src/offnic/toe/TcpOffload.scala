@@ -25,15 +25,16 @@ import offnic.regs.{RegBlock, RegBusPort, RegMap}
   */
 class TcpOffload(val connections: Int = 4096, val buckets: Int = 1024, val slots: Int = 1024,
                  val fifoBeats: Int = 512, val addrBits: Int = 40, val regAddrBits: Int = 24, val regBase: Int = 0,
-                 val regNext: Int = 0) extends Module {
+                 val regNext: Int = 0, val rxP: AxisParams = AxisParams(32),
+                 val nicQueue: Option[NicQueueParams] = None) extends Module {
   private val p = AxisParams(32)
-  private val engine = Module(new TcpEngine(connections, buckets, slots, fifoBeats))
+  private val engine = Module(new TcpEngine(connections, buckets, slots, fifoBeats, rxP = rxP, nicQueue = nicQueue))
   private val idBits = engine.idBits
   private val writer = Module(new RxRingWriter(idBits, addrBits))
   private val builder = Module(new TxSegBuilder(idBits, addrBits))
 
-  val s_axis = IO(Flipped(new AxisIO(p)))
-  val m_axis_host = IO(new AxisIO(p))
+  val s_axis = IO(Flipped(new AxisIO(rxP)))
+  val m_axis_host = IO(new AxisIO(rxP))
   val m_axis_tx = IO(new AxisIO(p))
   val s_cmd = IO(Flipped(Decoupled(new EngineCmd(idBits))))
   val m_rsp = IO(Decoupled(new EngineRsp(idBits)))
@@ -54,6 +55,11 @@ class TcpOffload(val connections: Int = 4096, val buckets: Int = 1024, val slots
   }))
 
   engine.s_axis <> s_axis
+  /** The NIC-packet queue (inside the NIC only): its settings, Qlen and counter pulses. */
+  val nicq_cfg = engine.nicq_cfg.map(c => IO(Input(chiselTypeOf(c))))
+  val nicq_status = engine.nicq_status.map(c => IO(Output(chiselTypeOf(c))))
+  nicq_cfg.foreach(engine.nicq_cfg.get := _)
+  nicq_status.foreach(_ := engine.nicq_status.get)
   m_axis_host <> engine.m_axis_host
   engine.s_cmd <> s_cmd
   m_rsp <> engine.m_rsp
