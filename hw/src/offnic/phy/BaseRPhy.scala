@@ -31,7 +31,8 @@ class BaseRPhy(berWindowCycles: Int) extends RawModule {
   val rx_rst = IO(Input(Bool()))
   val serdes_rx_data = IO(Input(UInt(64.W)))
   val status = IO(Output(new PcsStatus))
-  /** Rate adapter counters, each in its write or read clock (see XgmiiRateAdapter). */
+  /** Rate adapter counters, each in its write or read clock (see XgmiiRateAdapter). `status`
+    * is in `rx_clk` but for `stat_tx_error_block`, a TX-half pulse in `tx_clk`. */
   val tx_adapter = IO(Output(new RateAdapterStats))
   val rx_adapter = IO(Output(new RateAdapterStats))
 
@@ -83,4 +84,9 @@ class RateAdapterStats extends Bundle {
   val overflows = UInt(32.W)
   val inserted = UInt(32.W)
   val underflows = UInt(32.W)
+}
+
+object BaseRPhy extends offnic.Elaboratable {
+  /** `ber_window_cycles` (50354: 125 us at 402.83 MHz, 25GBASE-R). */
+  def generate(p: offnic.Params): RawModule = new BaseRPhy(p.int("ber_window_cycles", 50354))
 }
