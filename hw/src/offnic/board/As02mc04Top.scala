@@ -54,7 +54,8 @@ class As02mc04Top(p: Params) extends RawModule {
   osc.io.I := clk_100mhz_p
   osc.io.IB := clk_100mhz_n
 
-  private val core = Module(new BoardCore(p, BoardClocks.from100(), clockFromGtRefclk = false))
+  // Port 0 (SFP0) is channel X0Y15, the core's second (EthTransceivers).
+  private val core = Module(new BoardCore(p, BoardClocks.from100(), clockFromGtRefclk = false, gtChannelOf = Seq(1, 0)))
   core.pcie_refclk_p := pcie_refclk_p
   core.pcie_refclk_n := pcie_refclk_n
   core.pcie_reset_n := pcie_reset_n

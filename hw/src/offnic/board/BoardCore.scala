@@ -25,7 +25,8 @@ import offnic.regs.DeviceRegs
   *    unlocked"; its RX path (RX user clock side and MAC side) from "RX not ready or MMCM
   *    unlocked": the rate adapters' two sides together.
   */
-class BoardCore(p: Params, clocks: => BoardClocks, clockFromGtRefclk: Boolean) extends RawModule {
+class BoardCore(p: Params, clocks: => BoardClocks, clockFromGtRefclk: Boolean, gtChannelOf: Seq[Int] = Seq(0, 1))
+    extends RawModule {
   val pcie_refclk_p = IO(Input(Bool()))
   val pcie_refclk_n = IO(Input(Bool()))
   val pcie_reset_n = IO(Input(Bool()))
@@ -63,7 +64,7 @@ class BoardCore(p: Params, clocks: => BoardClocks, clockFromGtRefclk: Boolean) e
   pcie_tx_p := pcie.tx_p
   pcie_tx_n := pcie.tx_n
 
-  private val gt = Module(new EthTransceivers(2))
+  private val gt = Module(new EthTransceivers(2, gtChannelOf))
   gt.refclk_p := eth_refclk_p
   gt.refclk_n := eth_refclk_n
   gt.rx_p := eth_rx_p

@@ -17,8 +17,14 @@ import chisel3.util._
   *
   * `refclk_fabric`: the reference clock's ODIV2 through a BUFG_GT, for a board that makes
   * its fabric clocks from it (the K3P-Q).
+  *
+  * `channelOf(i)`: which of the core's channels carries port i. The wizard orders the
+  * channels it is given (ip.toml CHANNEL_ENABLE) by location, lowest first (PG182); the
+  * AS02MC04's port 0 is the higher channel (X0Y15, port 1 X0Y14), so its ports are swapped
+  * here; the K3P-Q's are in order (X0Y8, X0Y12). Pins, data and RX clocks all follow it.
   */
-class EthTransceivers(lanes: Int = 2) extends RawModule {
+class EthTransceivers(lanes: Int = 2, channelOf: Seq[Int] = Seq(0, 1)) extends RawModule {
+  require(channelOf.sorted == (0 until lanes), "channelOf: a permutation of the lanes")
   val refclk_p = IO(Input(Bool()))
   val refclk_n = IO(Input(Bool()))
   val rx_p = IO(Input(UInt(lanes.W)))
@@ -50,10 +56,13 @@ class EthTransceivers(lanes: Int = 2) extends RawModule {
 
   private val gt = BlackBoxStubs.record(Module(new GtyWizard(lanes))).io
   gt.gtrefclk00_in := refBuf.io.O
-  gt.gtyrxp_in := rx_p
-  gt.gtyrxn_in := rx_n
-  tx_p := gt.gtytxp_out
-  tx_n := gt.gtytxn_out
+  // Port i's bits <-> channel channelOf(i)'s.
+  private def toChannels(ports: UInt): UInt = VecInit((0 until lanes).map(c => ports(channelOf.indexOf(c)))).asUInt
+  private def toPorts(chans: UInt): UInt = VecInit((0 until lanes).map(i => chans(channelOf(i)))).asUInt
+  gt.gtyrxp_in := toChannels(rx_p)
+  gt.gtyrxn_in := toChannels(rx_n)
+  tx_p := toPorts(gt.gtytxp_out)
+  tx_n := toPorts(gt.gtytxn_out)
 
   private val freerunRst = ResetSync(freerun_clk, !freerun_ok)
   gt.gtwiz_reset_clk_freerun_in := freerun_clk
@@ -75,9 +84,9 @@ class EthTransceivers(lanes: Int = 2) extends RawModule {
     b.io.CLR := !gt.rxpmaresetdone_out(i)
     b.io.CLRMASK := false.B
     b.io.DIV := 0.U
-    rx_clk(i) := b.io.O
     b.io.O
   }
+  for (i <- 0 until lanes) rx_clk(i) := rxBufs(channelOf(i))
   private val usr = VecInit(rxBufs.map(_.asUInt.asBool)).asUInt
   gt.rxusrclk_in := usr
   gt.rxusrclk2_in := usr
@@ -86,8 +95,8 @@ class EthTransceivers(lanes: Int = 2) extends RawModule {
     ShiftRegister(true.B, 4, false.B, true.B)
   }
 
-  gt.gtwiz_userdata_tx_in := Cat(tx_data.reverse)
-  for (i <- 0 until lanes) rx_data(i) := gt.gtwiz_userdata_rx_out(64 * i + 63, 64 * i)
+  gt.gtwiz_userdata_tx_in := Cat((0 until lanes).reverse.map(c => tx_data(channelOf.indexOf(c))))
+  for (i <- 0 until lanes) rx_data(i) := gt.gtwiz_userdata_rx_out(64 * channelOf(i) + 63, 64 * channelOf(i))
   tx_ready := gt.gtwiz_reset_tx_done_out && gt.gtwiz_userclk_tx_active_out
   rx_ready := gt.gtwiz_reset_rx_done_out
 
