@@ -128,3 +128,18 @@ def test_msix_capability_points_at_the_msix_block():
     assert int(ip["CONFIG.PF0_MSIX_CAP_PBA_OFFSET"], 16) == base + 0x10
     assert ip["CONFIG.PF0_MSIX_CAP_TABLE_BIR"] == ip["CONFIG.PF0_MSIX_CAP_PBA_BIR"] == "BAR_1:0"
     assert int(ip["CONFIG.PF0_MSIX_CAP_TABLE_SIZE"], 16) + 1 == 4  # NicParams eqs (one vector each)
+
+
+def test_vivado_script_reads_the_board_top(board):
+    """`./offnic vivado` (no Vivado here: it writes its scripts and says so) builds the
+    elaborated board top: its module as `top`, its generated files (the NIC's among them)
+    as sources, the interface stubs not."""
+    from offnic_sim.board import commands, vivado
+    name, r = board
+    rc = commands.cmd_vivado(["--board", name, "--step", "synth"])
+    run = (hw.BUILD / "vivado" / name / "run.tcl").read_text()
+    assert f"set top {r.top_module}\n" in run
+    assert str(r.dir / "Nic.sv") in run and str(r.dir / f"{r.top_module}.sv") in run
+    assert "stubs" not in run
+    if vivado.vivado() is None:
+        assert rc == 1  # scripts written, Vivado missing: said, and not a success
