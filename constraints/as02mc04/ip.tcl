@@ -24,6 +24,11 @@ set_property -dict [list \
   CONFIG.pf0_msi_enabled {false} \
   CONFIG.pf0_msix_enabled {true} \
   CONFIG.MSI_X_OPTIONS {MSI-X_External} \
+  CONFIG.PF0_MSIX_CAP_TABLE_BIR {BAR_1:0} \
+  CONFIG.PF0_MSIX_CAP_TABLE_OFFSET {00005440} \
+  CONFIG.PF0_MSIX_CAP_TABLE_SIZE {003} \
+  CONFIG.PF0_MSIX_CAP_PBA_BIR {BAR_1:0} \
+  CONFIG.PF0_MSIX_CAP_PBA_OFFSET {00005410} \
   CONFIG.mode_selection {Advanced} \
   CONFIG.en_gt_selection {true} \
   CONFIG.select_quad {GTY_Quad_225} \
@@ -49,6 +54,7 @@ set_property -dict [list \
   CONFIG.RX_EQ_MODE {DFE} \
   CONFIG.FREERUN_FREQUENCY {125} \
   CONFIG.LOCATE_COMMON {CORE} \
+  CONFIG.LOCATE_RX_USER_CLOCKING {EXAMPLE_DESIGN} \
   CONFIG.ENABLE_OPTIONAL_PORTS {drpclk_in drpaddr_in drpdi_in drpen_in drpwe_in drpdo_out drprdy_out rxpolarity_in txpolarity_in} \
   CONFIG.CHANNEL_ENABLE {X0Y15 X0Y14} \
   CONFIG.TX_REFCLK_FREQUENCY {156.25} \

@@ -24,6 +24,11 @@ set_property -dict [list \
   CONFIG.pf0_msi_enabled {false} \
   CONFIG.pf0_msix_enabled {true} \
   CONFIG.MSI_X_OPTIONS {MSI-X_External} \
+  CONFIG.PF0_MSIX_CAP_TABLE_BIR {BAR_1:0} \
+  CONFIG.PF0_MSIX_CAP_TABLE_OFFSET {00005440} \
+  CONFIG.PF0_MSIX_CAP_TABLE_SIZE {003} \
+  CONFIG.PF0_MSIX_CAP_PBA_BIR {BAR_1:0} \
+  CONFIG.PF0_MSIX_CAP_PBA_OFFSET {00005410} \
   CONFIG.mode_selection {Advanced} \
   CONFIG.en_gt_selection {true} \
   CONFIG.select_quad {GTY_Quad_225} \
@@ -49,6 +54,7 @@ set_property -dict [list \
   CONFIG.RX_EQ_MODE {DFE} \
   CONFIG.FREERUN_FREQUENCY {125} \
   CONFIG.LOCATE_COMMON {CORE} \
+  CONFIG.LOCATE_RX_USER_CLOCKING {EXAMPLE_DESIGN} \
   CONFIG.ENABLE_OPTIONAL_PORTS {drpclk_in drpaddr_in drpdi_in drpen_in drpwe_in drpdo_out drprdy_out rxpolarity_in txpolarity_in} \
   CONFIG.CHANNEL_ENABLE {X0Y12 X0Y8} \
   CONFIG.TX_REFCLK_FREQUENCY {161.1328125} \
@@ -74,3 +80,15 @@ set_property -dict [list \
   CONFIG.C0.DDR4_AUTO_AP_COL_A3 {true} \
   CONFIG.C0.DDR4_Mem_Add_Map {ROW_COLUMN_BANK_INTLV} \
 ] [get_ips ddr4_0]
+
+# dram_upsizer
+create_ip -name axi_dwidth_converter -vendor xilinx.com -library ip -module_name axi_dram_upsizer -dir $ip_dir
+set_property -dict [list \
+  CONFIG.PROTOCOL {AXI4} \
+  CONFIG.SI_DATA_WIDTH {256} \
+  CONFIG.MI_DATA_WIDTH {512} \
+  CONFIG.SI_ID_WIDTH {2} \
+  CONFIG.ADDR_WIDTH {34} \
+  CONFIG.ACLK_ASYNC {1} \
+  CONFIG.FIFO_MODE {2} \
+] [get_ips axi_dram_upsizer]

@@ -79,8 +79,10 @@ def lint_design(rtl: hw.Rtl) -> list[str]:
     """Verilator -Wall and verible findings for one design (empty when clean)."""
     findings = []
     files = [str(f) for f in rtl.files]
+    # A board top's vendor IP and primitives: interface-only modules (BlackBoxStubs.scala).
+    stubs = [str(rtl.dir / s) for s in ("ip_stubs.v", "cell_stubs.v") if (rtl.dir / s).exists()]
     v = subprocess.run(["verilator", "--lint-only", "-Wall", "--top-module", rtl.top_module,
-                        str(LINT_DIR / "verilator.vlt"), *files],
+                        str(LINT_DIR / "verilator.vlt"), *files, *stubs],
                        capture_output=True, text=True, cwd=rtl.dir)
     findings += [line for line in (v.stdout + v.stderr).splitlines() if line.startswith("%")
                  and not line.startswith("%Error: Exiting due to")]
@@ -157,11 +159,16 @@ def synth_design(label: str, rtl: hw.Rtl, out_dir: Path) -> dict:
     stat = out_dir / f"{label}.stat.json"
     script = out_dir / f"{label}.ys"
     reads = "\n".join(f"read_verilog -sv {f}" for f in rtl.files)
+    if (rtl.dir / "ip_stubs.v").exists():  # a board top: its vendor IP as black boxes
+        reads += f"\nread_verilog -lib {rtl.dir / 'ip_stubs.v'}"
     # -flatten as Vivado does by default: firtool puts each RAM in its own module, and the
     # read register that lets a RAM become block RAM lives in the parent.
     ultra = "".join(f"setattr -set ram_style \"ultra\" {m}\n" for m in URAM_MEMORIES) + \
         "".join(f"setattr -set ram_style \"block\" {m}\n" for m in BRAM_MEMORIES)
-    script.write_text(f"{reads}\nhierarchy -top {rtl.top_module}\n{ultra}"
+    # A board top's primitives (MMCM, IOBUF, ...) come from the cell library synth_xilinx
+    # reads itself, so hierarchy cannot be resolved before it: synth_xilinx -top does it.
+    hier = "" if (rtl.dir / "ip_stubs.v").exists() else f"hierarchy -top {rtl.top_module}\n"
+    script.write_text(f"{reads}\n{hier}{ultra}"
                       f"synth_xilinx -family xcup -flatten -top {rtl.top_module}\n"
                       f"tee -q -o {stat} stat -json\n")
     log = out_dir / f"{label}.log"

@@ -60,6 +60,7 @@ object Elaborate {
   def elaborate(top: String, outDir: String, kv: Map[String, String]): Unit = {
     val gen = find(top)
     val params = new Params(kv)
+    board.BlackBoxStubs.clear()
     var moduleName = ""
     ChiselStage.emitSystemVerilogFile(
       { val m = gen.generate(params); params.checkAllUsed(top); moduleName = m.desiredName; m },
@@ -68,6 +69,11 @@ object Elaborate {
     )
     // The harness and the lint/synth scripts need the Verilog name of the top.
     os.write.over(os.Path(outDir, os.pwd) / "top_module", moduleName + "\n")
+    // A board top's vendor blocks as interface-only modules, for Yosys and Verilator lint.
+    if (board.BlackBoxStubs.ipText.nonEmpty || board.BlackBoxStubs.cellText.nonEmpty) {
+      os.write.over(os.Path(outDir, os.pwd) / "ip_stubs.v", board.BlackBoxStubs.ipText)
+      os.write.over(os.Path(outDir, os.pwd) / "cell_stubs.v", board.BlackBoxStubs.cellText)
+    }
   }
 
   def main(args: Array[String]): Unit = args.toList match {

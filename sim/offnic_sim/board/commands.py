@@ -7,7 +7,7 @@ import argparse
 import subprocess
 from pathlib import Path
 
-from offnic_sim.board import facts, vivado, xdc
+from offnic_sim.board import facts, tops, vivado, xdc
 from offnic_sim.harness import hw
 
 BOARD_TOPS = {"k3pq": "offnic_k3pq", "as02mc04": "offnic_as02mc04"}
@@ -58,14 +58,16 @@ def cmd_vivado(args: list[str]) -> int:
     b = facts.load(a.board)
     out_dir = hw.BUILD / "vivado" / a.board
     out_dir.mkdir(parents=True, exist_ok=True)
-    top = BOARD_TOPS[a.board]
-    sources = a.sources if a.sources is not None else sorted((hw.BUILD / "rtl" / top).glob("*.sv"))
+    if a.sources is not None:
+        top, sources = BOARD_TOPS[a.board], a.sources
+    else:  # the board top, elaborated from hw/configs/board-<board>.toml
+        r = tops.rtl(a.board)
+        top, sources = r.top_module, r.files
     run = out_dir / "run.tcl"
     run.write_text(vivado.run_tcl(b, top, [s.resolve() for s in sources], out_dir, a.step))
     print(f"[offnic] wrote {run.relative_to(hw.ROOT)}")
     if not sources:
-        print(f"[offnic] no SystemVerilog for {top} in build/rtl/{top}/: the board top is not built yet "
-              f"(docs/boards.md, 'Not yet')")
+        print(f"[offnic] no SystemVerilog given for {top}")
         return 1
     exe = vivado.vivado()
     if exe is None:
