@@ -118,7 +118,8 @@ const char *octl_block_name(uint32_t type)
 		{ OFFNIC_RB_DMA_TYPE, "dma" }, { OFFNIC_RB_TX_ENGINE_TYPE, "tx_engine" },
 		{ OFFNIC_RB_RX_ENGINE_TYPE, "rx_engine" }, { OFFNIC_RB_RSS_TYPE, "rss" },
 		{ OFFNIC_RB_REASM_TYPE, "reasm" }, { OFFNIC_RB_CACHE_TYPE, "cache" },
-		{ OFFNIC_RB_TOE_TYPE, "toe" }, { OFFNIC_RB_PCS_TYPE, "pcs" },
+		{ OFFNIC_RB_TOE_TYPE, "toe" }, { OFFNIC_RB_TOE_HOST_TYPE, "toe_host" },
+		{ OFFNIC_RB_PCS_TYPE, "pcs" },
 		{ OFFNIC_RB_FW_TYPE, "fw" },
 	};
 	size_t i;
