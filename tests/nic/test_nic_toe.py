@@ -341,19 +341,25 @@ async def bad_input(dut):
     assert (await win.command(OP_RESTORE, res["id"]))["status"] == ST_OK
     r.wire()
 
+    async def burst(frames: int = 120) -> int:
+        """A line-rate burst on port 0: 3 in 4 the connection's segments, the rest host
+        frames (kept for check_host); returns how many were the connection's."""
+        n = 0
+        for _ in range(frames):
+            if rng.random() < 0.75:
+                await r.tb.ports[0].send(tcp_frame(key, R, S))
+                n += 1
+            else:
+                f = host_frame(rng)
+                r.host_sent.append(f)
+                await r.tb.ports[0].send(f)
+        return n
+
     # The NIC-packet queue at one frame: a line-rate burst of the connection's segments
     # (pure ACKs of nothing new: the engine sends nothing) mixed with host frames.
     await win.h.write("nicq_max_frames", 1)
     base = await win.counters()
-    n_conn = 0
-    for i in range(120):
-        if rng.random() < 0.75:
-            await r.tb.ports[0].send(tcp_frame(key, R, S))
-            n_conn += 1
-        else:
-            f = host_frame(rng)
-            r.host_sent.append(f)
-            await r.tb.ports[0].send(f)
+    n_conn = await burst()
     await r.settle(40)
     regs = await win.counters()
     d = {k: regs[k] - base[k] for k in regs}
@@ -369,15 +375,7 @@ async def bad_input(dut):
     # FCFS: the same burst waits in the lookup instead of dropping NIC packets.
     await drv.block("dma").write("arbitration", 1)
     base = regs
-    n_conn = 0
-    for i in range(120):
-        if rng.random() < 0.75:
-            await r.tb.ports[0].send(tcp_frame(key, R, S))
-            n_conn += 1
-        else:
-            f = host_frame(rng)
-            r.host_sent.append(f)
-            await r.tb.ports[0].send(f)
+    n_conn = await burst()
     await r.settle(60)
     regs = await win.counters()
     d = {k: regs[k] - base[k] for k in regs}
