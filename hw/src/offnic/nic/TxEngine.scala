@@ -6,6 +6,7 @@ import offnic.axis.{AxisIO, AxisParams}
 import offnic.cache.{CacheCmd, CacheDone}
 import offnic.offload.{FragDone, Fragmenter, TxChecksum}
 import offnic.pcie.{DmaDesc, DmaRamRead}
+import offnic.util.BitMask
 
 /** A TX packet waiting in a port's TX RAM (or failed before it got there). */
 class TxPacket(queueBits: Int) extends Bundle {
@@ -89,7 +90,7 @@ class TxEngine(val p: NicParams, cacheBytes: Long) extends Module {
   // reset reads 0, as the registers did.
   private val outstanding = Seq.fill(2)(Mem(slots, UInt(segW.W)))
   private val outstandingWritten = Seq.fill(2)(RegInit(0.U(slots.W)))
-  private def outstandingOf(pt: Int, s: UInt): UInt = Mux(outstandingWritten(pt)(s), outstanding(pt)(s), 0.U)
+  private def outstandingOf(pt: Int, s: UInt): UInt = Mux(BitMask.bit(outstandingWritten(pt), s), outstanding(pt)(s), 0.U)
   private val failed = Seq.fill(2)(RegInit(0.U(slots.W)))
   // A packet given its slot this cycle, per port: the slot and its count of segments.
   private val allocated = Wire(Vec(2, Bool()))
@@ -337,7 +338,7 @@ class TxEngine(val p: NicParams, cacheBytes: Long) extends Module {
     }
     when(cacheWr) { outstanding(pt).write(cd.bits.slot, outstandingOf(pt, cd.bits.slot) - (false.B.asUInt +& true.B.asUInt)) }
     when(allocWr) { outstanding(pt).write(allocSlot, allocSegs) }
-    def oh(s: UInt, en: Bool): UInt = Mux(en, UIntToOH(s, slots), 0.U)
+    def oh(s: UInt, en: Bool): UInt = BitMask.only(s, slots, en)
     outstandingWritten(pt) := outstandingWritten(pt) | oh(st.bits.slot, dmaWr) | oh(cd.bits.slot, cacheWr) |
       oh(allocSlot, allocWr)
     failed(pt) := (failed(pt) & ~oh(allocSlot, allocated(pt))) | oh(st.bits.slot, dmaHit && st.bits.error =/= 0.U) |
@@ -360,7 +361,7 @@ class TxEngine(val p: NicParams, cacheBytes: Long) extends Module {
     ram_rd(pt).addr := fr.ram_rd.addr
     fr.ram_rd.data := ram_rd(pt).data
     m_axis(pt) <> fr.m_axis
-    val ok = rec.send && !failed(pt)(hs)
+    val ok = rec.send && !BitMask.bit(failed(pt), hs)
     // The frame goes to the Fragmenter from Idle (it is idle whenever this streamer is)
     fr.s_cmd.valid := st === T.Idle && ready && ok
     fr.s_cmd.bits.word := rec.start(TxRamAddrBits - 1, 5)
@@ -390,7 +391,7 @@ class TxEngine(val p: NicParams, cacheBytes: Long) extends Module {
     switch(st) {
       is(T.Idle) {
         when(ready && (!ok || fr.s_cmd.ready)) {
-          status := Mux(rec.status =/= CplStatus.Ok.U, rec.status, Mux(failed(pt)(hs), CplStatus.DmaError.U, 0.U))
+          status := Mux(rec.status =/= CplStatus.Ok.U, rec.status, Mux(BitMask.bit(failed(pt), hs), CplStatus.DmaError.U, 0.U))
           st := Mux(ok, T.Stream, T.Cpl)
         }
       }

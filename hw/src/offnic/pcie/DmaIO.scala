@@ -182,16 +182,6 @@ private[offnic] object DmaUtil {
     }
   }
 
-  /** lowestSet of the bits of `x`, the same answer (n - 1 when none is set), computed on the
-    * word as a whole: x & -x isolates the lowest set bit, OR trees give its index. A
-    * simulator evaluates a few wide operations instead of a tree of n - 1 multiplexers. */
-  def lowestSetOf(x: UInt): (Bool, UInt) = {
-    val n = x.getWidth
-    require(n >= 2 && isPow2(n))
-    val any = x.orR
-    (any, Mux(any, OHToUInt(x & (~x +% 1.U)), (n - 1).U(log2Ceil(n).W)))
-  }
-
   /** `outW` bits of `x` starting at bit o * g, for 0 <= o <= maxO; x has outW + maxO * g
     * bits. A log shifter narrowing stage by stage. */
   def window(x: UInt, o: UInt, g: Int, outW: Int, maxO: Int): UInt = {

@@ -2,7 +2,7 @@ package offnic.pcie
 
 import chisel3._
 import chisel3.util._
-import offnic.util.SkidBuffer
+import offnic.util.{BitMask, SkidBuffer}
 
 /** DMA reads, host memory -> on-chip RAM, on the UltraScale+ requester interfaces (memory
   * read requests out on RQ, completions in on RC; 256-bit, DWORD-aligned, no straddling;
@@ -83,7 +83,7 @@ class DmaRead(val p: DmaParams) extends Module {
   private val slotPending = Mem(p.descSlots, UInt(log2Ceil(p.tags + 1).W)) // reads in flight, where not idle
   private val slotErr = Mem(p.descSlots, UInt(4.W))
   private val slotTag = Mem(p.descSlots, UInt(8.W))
-  private def slotOh(slot: UInt, en: Bool): UInt = Mux(en, UIntToOH(slot, p.descSlots), 0.U)
+  private def slotOh(slot: UInt, en: Bool): UInt = BitMask.only(slot, p.descSlots, en)
 
   // slotErr's writers this cycle, in order (the last one wins). A flagged error only replaces Ok
   // (the first error stays), and the old value decides even when several writers meet.
@@ -126,7 +126,7 @@ class DmaRead(val p: DmaParams) extends Module {
   private val curLeft = Reg(UInt(DmaParams.LenBits.W))
   private val curSlot = Reg(UInt(slotBits.W))
 
-  private val (anySlotFree, freeSlot) = DmaUtil.lowestSetOf(~slotActive)
+  private val (anySlotFree, freeSlot) = BitMask.lowestSet(~slotActive)
   descQ.ready := !busy && anySlotFree
   intake_idle := !descQ.valid && !busy
   private val descBad = descQ.bits.len > DmaParams.MaxLen.U
@@ -179,7 +179,7 @@ class DmaRead(val p: DmaParams) extends Module {
     val lastBe = UInt(4.W)
   }
   private val rqQ = Module(new Queue(new RqReq, 2))
-  private val (anyTagFree, freeTag) = DmaUtil.lowestSetOf(~tagActive)
+  private val (anyTagFree, freeTag) = BitMask.lowestSet(~tagActive)
   private val creditOk = creditsUsed +& reqCredits <= p.cplBufferCredits.U
   rqQ.io.enq.valid := busy && prepared && !stop && anyTagFree && creditOk
   rqQ.io.enq.bits.hdr := DmaUtil.rqDescriptor(curHost, reqDw, ReqType.MemRead, freeTag.pad(8))
@@ -257,7 +257,7 @@ class DmaRead(val p: DmaParams) extends Module {
   private val place = tagPlace(rcTagIdx)
 
   private val tagInRange = if (p.tags == 256) true.B else rcTag < p.tags.U
-  private val known = tagInRange && tagActive(rcTagIdx) && ipError =/= RcError.InvalidTag.U
+  private val known = tagInRange && BitMask.bit(tagActive, rcTagIdx) && ipError =/= RcError.InvalidTag.U
   private val byteCountBad = byteCount === 0.U || byteCount > place.bytes
   private val code = MuxCase(DmaError.Ok.U, Seq(
     (cplStatus === CplStatus.Unsupported.U) -> DmaError.Unsupported.U,
@@ -294,13 +294,13 @@ class DmaRead(val p: DmaParams) extends Module {
   prescaler := Mux(tick, 0.U, prescaler + 1.U)
   private val tagAgeIs = RegInit(VecInit(Seq.fill(AgeLimit)(0.U(p.tags.W))))
   private val tagAged = RegInit(0.U(p.tags.W))
-  private val issuedTag = Mux(issue, UIntToOH(freeTag, p.tags), 0.U)
+  private val issuedTag = BitMask.only(freeTag, p.tags, issue)
   for (a <- 0 until AgeLimit) {
     val younger = if (a == 0) 0.U else tagAgeIs(a - 1)
     tagAgeIs(a) := (Mux(tick, younger, tagAgeIs(a)) & ~issuedTag) | (if (a == 0) issuedTag else 0.U)
   }
   tagAged := (tagAged | Mux(tick, tagAgeIs(AgeLimit - 1), 0.U)) & ~issuedTag
-  private val (anyExpired, expTag) = DmaUtil.lowestSetOf(tagActive & tagAged)
+  private val (anyExpired, expTag) = BitMask.lowestSet(tagActive & tagAged)
   private val expInfo = tagOwner(expTag)
   // One expiry per cycle, not while the decoder handles that tag or counts an IP timeout
   // (an expired tag waits a cycle).
@@ -308,7 +308,7 @@ class DmaRead(val p: DmaParams) extends Module {
 
   flagError(sopFire && known && code =/= DmaError.Ok.U, info.slot, code)
   flagError(timeoutFire, expInfo.slot, DmaError.Timeout.U)
-  private def tagOh(tag: UInt, en: Bool): UInt = Mux(en, UIntToOH(tag, p.tags), 0.U)
+  private def tagOh(tag: UInt, en: Bool): UInt = BitMask.only(tag, p.tags, en)
   tagActive := (tagActive | issuedTag) & ~tagOh(rcTagIdx, sopFire && known && retire) &
     ~tagOh(expTag, timeoutFire)
   creditsUsed := creditsUsed + Mux(issue, reqCredits, 0.U) - Mux(sopFire && retire, info.credits, 0.U) -
@@ -484,7 +484,7 @@ class DmaRead(val p: DmaParams) extends Module {
   // slot is not read: at reset every slot is idle, as the counts were 0).
   private val pendChanges = Seq((issue, curSlot), (s4Retire, s4Slot), (timeoutFire, expInfo.slot))
   private val pendWrites = pendChanges.zipWithIndex.map { case ((en, slot), i) =>
-    val old = Mux(slotIdle(slot), 0.U, slotPending(slot))
+    val old = Mux(BitMask.bit(slotIdle, slot), 0.U, slotPending(slot))
     val inc = issue && curSlot === slot
     val decWrite = s4Retire && s4Slot === slot
     val decTimeout = timeoutFire && expInfo.slot === slot
@@ -497,7 +497,7 @@ class DmaRead(val p: DmaParams) extends Module {
   slotIdle := (slotIdle & ~pendWrites.map(_._1).reduce(_ | _)) | pendWrites.map(_._2).reduce(_ | _)
 
   private val statusQ = Module(new Queue(new DmaStatus, p.statusDepth))
-  private val (anyDone, doneSlot) = DmaUtil.lowestSetOf(slotActive & slotIssued & slotIdle)
+  private val (anyDone, doneSlot) = BitMask.lowestSet(slotActive & slotIssued & slotIdle)
   statusQ.io.enq.valid := anyDone
   statusQ.io.enq.bits.tag := slotTag(doneSlot)
   statusQ.io.enq.bits.error := slotErr(doneSlot)
