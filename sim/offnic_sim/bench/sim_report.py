@@ -89,10 +89,20 @@ def main(args: list[str], rel=str, simulate=None, workload_cases: dict | None = 
     ap.add_argument("--workloads", default="idle,traffic,demo,base",
                     help="comma separated: idle and traffic (speed.py), demo and base (on fast and nic only)")
     ap.add_argument("--no-profile", action="store_true", help="skip the profiles (perf)")
-    ap.add_argument("--out", default=None, help="JSON (default results/bench-sim.json)")
+    ap.add_argument("--out", default=None, help="JSON (default results/bench-sim.json; build/bench-sim-quick.json with --quick)")
+    ap.add_argument("--bare-threads", default="1,2", help="the bare model's --threads, comma separated (default 1,2)")
+    ap.add_argument("--quick", action="store_true",
+                    help="a before/after check of a model change: the bare model single-threaded and the fast "
+                         "harness idle and under traffic, no profiles, into build/ (the options given override)")
     a = ap.parse_args(args)
+    if a.quick:  # defaults of the quick subset, unless given
+        given = set(x.split("=")[0] for x in args)
+        a.bare_threads = a.bare_threads if "--bare-threads" in given else "1"
+        a.harness = a.harness if "--harness" in given else "fast"
+        a.workloads = a.workloads if "--workloads" in given else "idle,traffic"
+        a.no_profile = True
     t0 = time.monotonic()
-    out = Path(a.out) if a.out else ROOT / "results" / "bench-sim.json"
+    out = Path(a.out) if a.out else (hw.BUILD / "bench-sim-quick.json" if a.quick else ROOT / "results" / "bench-sim.json")
     out = out if out.is_absolute() else Path.cwd() / out
     from offnic_sim.fast import speed
 
@@ -102,7 +112,7 @@ def main(args: list[str], rel=str, simulate=None, workload_cases: dict | None = 
                          "load_avg_at_start": os.getloadavg()[0],
                          "workloads": {"idle": "driver up, ports idle", "traffic": speed.__doc__.split("\n\n")[0]},
                          "goal_cycles_per_s": GOAL_CYCLES_PER_S}]
-    for threads in (1, 2):
+    for threads in (int(t) for t in a.bare_threads.split(",") if t):
         print(f"[offnic] bench sim: the bare model, {threads} thread(s) (built once)", flush=True)
         r = sim_speed.bare_speed(NIC, a.bare_cycles, threads)
         recs.append({"kind": "speed", "harness": "bare" if threads == 1 else "bare, --threads 2", "workload": "idle",

@@ -6,6 +6,7 @@ import offnic.axis.{AxisIO, AxisParams}
 import offnic.cache.{CacheCmd, CacheDone}
 import offnic.offload.{FragDone, Fragmenter, TxChecksum}
 import offnic.pcie.{DmaDesc, DmaRamRead}
+import offnic.util.BitMask
 
 /** A TX packet waiting in a port's TX RAM (or failed before it got there). */
 class TxPacket(queueBits: Int) extends Bundle {
@@ -83,8 +84,21 @@ class TxEngine(val p: NicParams, cacheBytes: Long) extends Module {
   // ---- Per-port packet tables and RAM rings
   private val table = Seq.fill(2)(Mem(slots, new TxPacket(qb)))
   private val starts = Seq.fill(2)(Mem(slots, UInt(TxRamAddrBits.W))) // a copy, read for the slot after the head
-  private val outstanding = Seq.fill(2)(RegInit(VecInit(Seq.fill(slots)(0.U(segW.W)))))
-  private val failed = Seq.fill(2)(RegInit(VecInit(Seq.fill(slots)(false.B))))
+  // Per slot, segments still being read and whether one failed: a memory and a bitmask
+  // written at the few slots a cycle touches (as vectors of registers every slot had its own
+  // write decode, which a simulator evaluates every cycle). A count never written since
+  // reset reads 0, as the registers did.
+  private val outstanding = Seq.fill(2)(Mem(slots, UInt(segW.W)))
+  private val outstandingWritten = Seq.fill(2)(RegInit(0.U(slots.W)))
+  private def outstandingOf(pt: Int, s: UInt): UInt = Mux(BitMask.bit(outstandingWritten(pt), s), outstanding(pt)(s), 0.U)
+  private val failed = Seq.fill(2)(RegInit(0.U(slots.W)))
+  // A packet given its slot this cycle, per port: the slot and its count of segments.
+  private val allocated = Wire(Vec(2, Bool()))
+  private val allocSlot = Wire(UInt(sb.W))
+  private val allocSegs = Wire(UInt(segW.W))
+  allocated := VecInit(false.B, false.B)
+  allocSlot := DontCare
+  allocSegs := DontCare
   private val head = Seq.fill(2)(RegInit(0.U((sb + 1).W)))
   private val tail = Seq.fill(2)(RegInit(0.U((sb + 1).W)))
   // Byte pointers into the port's TX RAM: in use is [ramTail, ramHead), wrapping at the end
@@ -260,6 +274,8 @@ class TxEngine(val p: NicParams, cacheBytes: Long) extends Module {
         state := S.Idle
       }.otherwise {
         val slot = Mux(port.asBool, head(1), head(0))(sb - 1, 0)
+        allocSlot := slot
+        allocSegs := Mux(refuse, 0.U, PopCount((0 until p.maxSegs).map(k => k.U < nsegs && segLen(k) =/= 0.U)))
         val rec = Wire(new TxPacket(qb))
         rec.queue := q
         rec.index := consIdx(q)
@@ -272,9 +288,7 @@ class TxEngine(val p: NicParams, cacheBytes: Long) extends Module {
           when(port === pt.U) {
             table(pt).write(slot, rec)
             starts(pt).write(slot, rec.start)
-            outstanding(pt)(slot) := Mux(refuse, 0.U, PopCount((0 until p.maxSegs).map(k =>
-              k.U < nsegs && segLen(k) =/= 0.U)))
-            failed(pt)(slot) := false.B
+            allocated(pt) := true.B
             head(pt) := head(pt) + 1.U
             when(rec.send) { ramHead(pt) := (rec.start +& need)(TxRamAddrBits - 1, 0) }
           }
@@ -312,12 +326,23 @@ class TxEngine(val p: NicParams, cacheBytes: Long) extends Module {
     val cd = s_cache_done
     val dmaHit = st.valid
     val cacheHit = cd.valid && cd.bits.port === pt.U
-    for (s <- 0 until slots) {
-      val a = dmaHit && st.bits.slot === s.U
-      val b = cacheHit && cd.bits.slot === s.U
-      when(a || b) { outstanding(pt)(s) := outstanding(pt)(s) - (a.asUInt +& b.asUInt) }
-      when((a && st.bits.error =/= 0.U) || (b && cd.bits.error)) { failed(pt)(s) := true.B }
+    // Each slot written once: a segment's end wins over the allocation of its slot, as the
+    // later connection did when these were registers.
+    val sameSlot = st.bits.slot === cd.bits.slot
+    val dmaWr = dmaHit
+    val cacheWr = cacheHit && !(dmaHit && sameSlot)
+    val allocWr = allocated(pt) && !(dmaHit && st.bits.slot === allocSlot) && !(cacheHit && cd.bits.slot === allocSlot)
+    when(dmaWr) {
+      outstanding(pt).write(st.bits.slot,
+        outstandingOf(pt, st.bits.slot) - (true.B.asUInt +& (cacheHit && sameSlot).asUInt))
     }
+    when(cacheWr) { outstanding(pt).write(cd.bits.slot, outstandingOf(pt, cd.bits.slot) - (false.B.asUInt +& true.B.asUInt)) }
+    when(allocWr) { outstanding(pt).write(allocSlot, allocSegs) }
+    def oh(s: UInt, en: Bool): UInt = BitMask.only(s, slots, en)
+    outstandingWritten(pt) := outstandingWritten(pt) | oh(st.bits.slot, dmaWr) | oh(cd.bits.slot, cacheWr) |
+      oh(allocSlot, allocWr)
+    failed(pt) := (failed(pt) & ~oh(allocSlot, allocated(pt))) | oh(st.bits.slot, dmaHit && st.bits.error =/= 0.U) |
+      oh(cd.bits.slot, cacheHit && cd.bits.error)
   }
 
   // ---- Per-port streamers
@@ -328,7 +353,7 @@ class TxEngine(val p: NicParams, cacheBytes: Long) extends Module {
   for (pt <- 0 until 2) {
     val hs = tail(pt)(sb - 1, 0)
     val rec = table(pt)(hs)
-    val ready = occupancy(pt) =/= 0.U && outstanding(pt)(hs) === 0.U
+    val ready = occupancy(pt) =/= 0.U && outstandingOf(pt, hs) === 0.U
     val st = RegInit(T.Idle)
     val status = Reg(UInt(8.W))
     val fr = frag(pt)
@@ -336,7 +361,7 @@ class TxEngine(val p: NicParams, cacheBytes: Long) extends Module {
     ram_rd(pt).addr := fr.ram_rd.addr
     fr.ram_rd.data := ram_rd(pt).data
     m_axis(pt) <> fr.m_axis
-    val ok = rec.send && !failed(pt)(hs)
+    val ok = rec.send && !BitMask.bit(failed(pt), hs)
     // The frame goes to the Fragmenter from Idle (it is idle whenever this streamer is)
     fr.s_cmd.valid := st === T.Idle && ready && ok
     fr.s_cmd.bits.word := rec.start(TxRamAddrBits - 1, 5)
@@ -366,7 +391,7 @@ class TxEngine(val p: NicParams, cacheBytes: Long) extends Module {
     switch(st) {
       is(T.Idle) {
         when(ready && (!ok || fr.s_cmd.ready)) {
-          status := Mux(rec.status =/= CplStatus.Ok.U, rec.status, Mux(failed(pt)(hs), CplStatus.DmaError.U, 0.U))
+          status := Mux(rec.status =/= CplStatus.Ok.U, rec.status, Mux(BitMask.bit(failed(pt), hs), CplStatus.DmaError.U, 0.U))
           st := Mux(ok, T.Stream, T.Cpl)
         }
       }

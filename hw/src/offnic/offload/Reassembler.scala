@@ -4,6 +4,7 @@ import chisel3._
 import chisel3.util._
 import offnic.{Elaboratable, Params}
 import offnic.axis.{AxisIO, AxisParams}
+import offnic.util.BitMask
 
 /** What to do with one received frame, in frame order. */
 class ReasmVerdict(val bufIdBits: Int) extends Bundle {
@@ -165,7 +166,7 @@ class Reassembler(val contexts: Int = 64, val buffers: Int = 256, val buckets: I
 
   // ---- Bypass buckets: expiry times, valid bits swept clean as they pass.
   private val bucketExp = Mem(buckets, UInt(24.W)).suggestName("reasm_bucket_exp")
-  private val bucketOn = RegInit(VecInit(Seq.fill(buckets)(false.B)))
+  private val bucketOn = RegInit(0.U(buckets.W)) // one bit per bucket (a simulator updates it as a word)
   private val sweep = RegInit(0.U(kb.W))
   sweep := sweep + 1.U
   private val bucketMark = Wire(Valid(UInt(kb.W)))
@@ -173,11 +174,10 @@ class Reassembler(val contexts: Int = 64, val buffers: Int = 256, val buckets: I
   bucketMark.bits := DontCare
   when(bucketMark.valid) {
     bucketExp.write(bucketMark.bits, now + cfg_timeout_us)
-    bucketOn(bucketMark.bits) := true.B
   }
-  when(passed(bucketExp.read(sweep)) && !(bucketMark.valid && bucketMark.bits === sweep)) {
-    bucketOn(sweep) := false.B
-  }
+  private val sweepClears = passed(bucketExp.read(sweep)) && !(bucketMark.valid && bucketMark.bits === sweep)
+  bucketOn := (bucketOn | BitMask.only(bucketMark.bits, buckets, bucketMark.valid)) &
+    ~BitMask.only(sweep, buckets, sweepClears)
 
   // ---- Context table
   class Ctx extends Bundle {
@@ -199,10 +199,26 @@ class Reassembler(val contexts: Int = 64, val buffers: Int = 256, val buckets: I
   private val keys = Mem(contexts, UInt(88.W)).suggestName("reasm_keys")
   private val ctxs = Mem(contexts, new Ctx).suggestName("reasm_ctxs")
   private val born = Mem(contexts, UInt(24.W)).suggestName("reasm_born")
-  private val valid = RegInit(VecInit(Seq.fill(contexts)(false.B)))
-  // Opening order: a doubly linked list, oldest at the head.
-  private val next = Reg(Vec(contexts, UInt(cb.W)))
-  private val prev = Reg(Vec(contexts, UInt(cb.W)))
+  // Open contexts, one bit each, set when one opens (Load) and cleared when it is freed
+  // (Kill): a word and memories, not a register per context with its own write decode.
+  private val valid = RegInit(0.U(contexts.W))
+  private val validSet = WireDefault(0.U(contexts.W))
+  private val validClear = WireDefault(0.U(contexts.W))
+  valid := (valid | validSet) & ~validClear
+  private def validWays(set: UInt): UInt = valid.asTypeOf(Vec(contexts / 2, UInt(2.W)))(set) // both ways of a set
+  // Opening order: a doubly linked list, oldest at the head. One link of each kind changes
+  // per cycle at most (Load or Kill).
+  private val next = Mem(contexts, UInt(cb.W)).suggestName("reasm_next")
+  private val prev = Mem(contexts, UInt(cb.W)).suggestName("reasm_prev")
+  private def link(mem: Mem[UInt]): (Bool, UInt, UInt) = {
+    val (en, at, to) = (WireDefault(false.B), WireDefault(0.U(cb.W)), WireDefault(0.U(cb.W)))
+    when(en) { mem.write(at, to) }
+    (en, at, to)
+  }
+  private val (nextWr, nextAt, nextTo) = link(next)
+  private val (prevWr, prevAt, prevTo) = link(prev)
+  private def setNext(at: UInt, to: UInt): Unit = { nextWr := true.B; nextAt := at; nextTo := to }
+  private def setPrev(at: UInt, to: UInt): Unit = { prevWr := true.B; prevAt := at; prevTo := to }
   private val head = RegInit(0.U(cb.W))
   private val tail = RegInit(0.U(cb.W))
   private val nOpen = RegInit(0.U((cb + 1).W))
@@ -273,10 +289,10 @@ class Reassembler(val contexts: Int = 64, val buffers: Int = 256, val buckets: I
 
   private def free(): Unit = { // the context's list links, valid bit and count (Kill's last step)
     val v = victim
-    valid(v) := false.B
+    validClear := UIntToOH(v, contexts)
     nOpen := nOpen - 1.U
-    when(head === v) { head := next(v) }.otherwise { next(prev(v)) := next(v) }
-    when(tail === v) { tail := prev(v) }.otherwise { prev(next(v)) := prev(v) }
+    when(head === v) { head := next(v) }.otherwise { setNext(prev(v), next(v)) }
+    when(tail === v) { tail := prev(v) }.otherwise { setPrev(next(v), prev(v)) }
   }
   private def kill(v: UInt, ret: S.Type, giveBuf: Bool, own: Boolean): Unit = {
     victim := v
@@ -359,14 +375,14 @@ class Reassembler(val contexts: Int = 64, val buffers: Int = 256, val buckets: I
     is(S.Lookup) {
       for (wy <- 0 until ways) {
         val idx = Cat(set, wy.U(1.W))
-        hit(wy) := valid(idx) && keys.read(idx) === f.key
+        hit(wy) := validWays(set)(wy) && keys.read(idx) === f.key
       }
       st := S.Load
     }
     is(S.Load) {
       val idx0 = Cat(set, 0.U(1.W))
       val idx1 = Cat(set, 1.U(1.W))
-      val bucketLive = bucketOn(bucket) && !passed(bucketExp.read(bucket))
+      val bucketLive = BitMask.bit(bucketOn, bucket) && !passed(bucketExp.read(bucket))
       when(hit.asUInt.orR) {
         val idx = Mux(hit(0), idx0, idx1)
         c := idx
@@ -374,8 +390,8 @@ class Reassembler(val contexts: Int = 64, val buffers: Int = 256, val buckets: I
         count(ReasmStat.Fragments)
         st := S.Rules
       }.otherwise {
-        val freeWay = !valid(idx0) || !valid(idx1)
-        val idx = Mux(!valid(idx0), idx0, idx1)
+        val freeWay = !validWays(set)(0) || !validWays(set)(1)
+        val idx = Mux(!validWays(set)(0), idx0, idx1)
         when(bucketLive || !freeWay || !freeIds.io.deq.valid) {
           bucketMark.valid := true.B
           bucketMark.bits := bucket
@@ -385,11 +401,11 @@ class Reassembler(val contexts: Int = 64, val buffers: Int = 256, val buckets: I
           // Open a context at the tail of the list with a buffer from the pool.
           freeIds.io.deq.ready := true.B
           c := idx
-          valid(idx) := true.B
+          validSet := UIntToOH(idx, contexts)
           keys.write(idx, f.key)
           born.write(idx, now)
           nOpen := nOpen + 1.U
-          when(nOpen === 0.U) { head := idx }.otherwise { next(tail) := idx; prev(idx) := tail }
+          when(nOpen === 0.U) { head := idx }.otherwise { setNext(tail, idx); setPrev(idx, tail) }
           tail := idx
           w := 0.U.asTypeOf(new Ctx)
           w.bufId := freeIds.io.deq.bits

@@ -2,7 +2,7 @@ package offnic.pcie
 
 import chisel3._
 import chisel3.util._
-import offnic.util.SkidBuffer
+import offnic.util.{BitMask, SkidBuffer}
 
 /** DMA reads, host memory -> on-chip RAM, on the UltraScale+ requester interfaces (memory
   * read requests out on RQ, completions in on RC; 256-bit, DWORD-aligned, no straddling;
@@ -74,14 +74,34 @@ class DmaRead(val p: DmaParams) extends Module {
   private val AgeLimit = 15 // per-tag timer: ticks of tickPeriod cycles
 
   // ------------------------------------------------------------------ descriptor slots
-  private val slotActive = RegInit(VecInit(Seq.fill(p.descSlots)(false.B)))
-  private val slotIssued = Reg(Vec(p.descSlots, Bool())) // every read of it issued (or given up)
-  private val slotPending = RegInit(VecInit(Seq.fill(p.descSlots)(0.U(log2Ceil(p.tags + 1).W))))
-  private val slotErr = Reg(Vec(p.descSlots, UInt(4.W)))
-  private val slotTag = Reg(Vec(p.descSlots, UInt(8.W)))
+  // What every cycle looks at across all slots is a bitmask (one bit per slot); the rest is
+  // in memories read and written at the few slots a cycle touches. (As vectors of registers,
+  // every slot had its own write decode, which a simulator evaluates every cycle.)
+  private val slotActive = RegInit(0.U(p.descSlots.W))
+  private val slotIssued = RegInit(0.U(p.descSlots.W)) // every read of it issued (or given up)
+  private val slotIdle = RegInit(((BigInt(1) << p.descSlots) - 1).U(p.descSlots.W)) // no read of it in flight (slotPending 0)
+  private val slotPending = Mem(p.descSlots, UInt(log2Ceil(p.tags + 1).W)) // reads in flight, where not idle
+  private val slotErr = Mem(p.descSlots, UInt(4.W))
+  private val slotTag = Mem(p.descSlots, UInt(8.W))
+  private def slotOh(slot: UInt, en: Bool): UInt = BitMask.only(slot, p.descSlots, en)
 
-  private def flagError(slot: UInt, code: UInt): Unit =
-    when(slotErr(slot) === DmaError.Ok.U) { slotErr(slot) := code }
+  // slotErr's writers this cycle, in order (the last one wins). A flagged error only replaces Ok
+  // (the first error stays), and the old value decides even when several writers meet.
+  private class ErrWrite extends Bundle {
+    val en = Bool()
+    val slot = UInt(log2Ceil(p.descSlots).W)
+    val code = UInt(4.W)
+  }
+  private val errWrites = scala.collection.mutable.ArrayBuffer[ErrWrite]()
+  private def errWrite(en: Bool, slot: UInt, code: UInt): Unit = {
+    val w = Wire(new ErrWrite)
+    w.en := en
+    w.slot := slot
+    w.code := code
+    errWrites += w
+  }
+  private def flagError(en: Bool, slot: UInt, code: UInt): Unit =
+    errWrite(en && slotErr(slot) === DmaError.Ok.U, slot, code)
 
   // ------------------------------------------------------------------ tag pool
   private class TagOwner extends Bundle { // read by the completion decoder and the timer
@@ -92,8 +112,7 @@ class DmaRead(val p: DmaParams) extends Module {
     val ramAddr = UInt(p.ramAddrBits.W) // RAM address of the request's first byte
     val bytes = UInt(13.W) // request length, 1..4096
   }
-  private val tagActive = RegInit(VecInit(Seq.fill(p.tags)(false.B)))
-  private val tagAge = Reg(Vec(p.tags, UInt(4.W)))
+  private val tagActive = RegInit(0.U(p.tags.W)) // one bit per tag
   private val tagOwner = Mem(p.tags, new TagOwner)
   private val tagPlace = Mem(p.tags, new TagPlace)
   private val creditsUsed = RegInit(0.U(creditBits.W))
@@ -107,18 +126,16 @@ class DmaRead(val p: DmaParams) extends Module {
   private val curLeft = Reg(UInt(DmaParams.LenBits.W))
   private val curSlot = Reg(UInt(slotBits.W))
 
-  private val (anySlotFree, freeSlot) = DmaUtil.lowestSet(slotActive.map(!_))
+  private val (anySlotFree, freeSlot) = BitMask.lowestSet(~slotActive)
   descQ.ready := !busy && anySlotFree
   intake_idle := !descQ.valid && !busy
+  private val descBad = descQ.bits.len > DmaParams.MaxLen.U
+  private val descNothing = descBad || descQ.bits.len === 0.U
+  errWrite(descQ.fire, freeSlot, Mux(descBad, DmaError.BadDesc.U, DmaError.Ok.U))
   when(descQ.fire) {
     val d = descQ.bits
-    val bad = d.len > DmaParams.MaxLen.U
-    val nothing = bad || d.len === 0.U
-    slotActive(freeSlot) := true.B
-    slotIssued(freeSlot) := nothing
-    slotErr(freeSlot) := Mux(bad, DmaError.BadDesc.U, DmaError.Ok.U)
-    slotTag(freeSlot) := d.tag
-    busy := !nothing
+    slotTag.write(freeSlot, d.tag)
+    busy := !descNothing
     prepared := false.B
     curHost := d.host_addr
     curRam := d.ram_addr
@@ -162,7 +179,7 @@ class DmaRead(val p: DmaParams) extends Module {
     val lastBe = UInt(4.W)
   }
   private val rqQ = Module(new Queue(new RqReq, 2))
-  private val (anyTagFree, freeTag) = DmaUtil.lowestSet(tagActive.map(!_))
+  private val (anyTagFree, freeTag) = BitMask.lowestSet(~tagActive)
   private val creditOk = creditsUsed +& reqCredits <= p.cplBufferCredits.U
   rqQ.io.enq.valid := busy && prepared && !stop && anyTagFree && creditOk
   rqQ.io.enq.bits.hdr := DmaUtil.rqDescriptor(curHost, reqDw, ReqType.MemRead, freeTag.pad(8))
@@ -172,10 +189,8 @@ class DmaRead(val p: DmaParams) extends Module {
 
   when(busy && stop) {
     busy := false.B
-    slotIssued(curSlot) := true.B
   }
   when(issue) {
-    tagActive(freeTag) := true.B
     val owner = Wire(new TagOwner)
     owner.slot := curSlot
     owner.credits := reqCredits
@@ -190,9 +205,13 @@ class DmaRead(val p: DmaParams) extends Module {
     prepared := false.B
     when(reqLast) {
       busy := false.B
-      slotIssued(curSlot) := true.B
     }
   }
+  // Slot bits of this cycle (a slot taken, issued in full, given up are never the same slot:
+  // taking one needs !busy, the others busy).
+  private val slotTaken = slotOh(freeSlot, descQ.fire)
+  private val slotAllIssued = slotOh(curSlot, busy && (stop || (issue && reqLast)))
+  slotIssued := (slotIssued & ~slotTaken) | Mux(descNothing, slotTaken, 0.U) | slotAllIssued
 
   m_axis_rq.tvalid := rqQ.io.deq.valid
   m_axis_rq.tdata := rqQ.io.deq.bits.hdr.pad(DataBits)
@@ -238,7 +257,7 @@ class DmaRead(val p: DmaParams) extends Module {
   private val place = tagPlace(rcTagIdx)
 
   private val tagInRange = if (p.tags == 256) true.B else rcTag < p.tags.U
-  private val known = tagInRange && tagActive(rcTagIdx) && ipError =/= RcError.InvalidTag.U
+  private val known = tagInRange && BitMask.bit(tagActive, rcTagIdx) && ipError =/= RcError.InvalidTag.U
   private val byteCountBad = byteCount === 0.U || byteCount > place.bytes
   private val code = MuxCase(DmaError.Ok.U, Seq(
     (cplStatus === CplStatus.Unsupported.U) -> DmaError.Unsupported.U,
@@ -265,29 +284,33 @@ class DmaRead(val p: DmaParams) extends Module {
 
   // Per-tag timers: a shared prescaler ticks every tickPeriod cycles; a tag times out after
   // AgeLimit ticks, i.e. between cplTimeoutCycles and 15/14 of it after its request.
+  // A tag's age is the ticks since its request (up to AgeLimit), kept as one bitmask per age
+  // that a tick shifts up by one age: tagAgeIs(a) holds the tags of age a, tagAged those of
+  // AgeLimit. A request clears its tag from all and puts it at age 0; bits of idle tags are
+  // left behind and ignored (only active tags are read).
   private val tickPeriod = (p.cplTimeoutCycles + AgeLimit - 2) / (AgeLimit - 1)
   private val prescaler = RegInit(0.U(log2Ceil(tickPeriod + 1).W))
   private val tick = prescaler === (tickPeriod - 1).U
   prescaler := Mux(tick, 0.U, prescaler + 1.U)
-  for (t <- 0 until p.tags) {
-    when(tick && tagActive(t) && tagAge(t) =/= AgeLimit.U) { tagAge(t) := tagAge(t) + 1.U }
+  private val tagAgeIs = RegInit(VecInit(Seq.fill(AgeLimit)(0.U(p.tags.W))))
+  private val tagAged = RegInit(0.U(p.tags.W))
+  private val issuedTag = BitMask.only(freeTag, p.tags, issue)
+  for (a <- 0 until AgeLimit) {
+    val younger = if (a == 0) 0.U else tagAgeIs(a - 1)
+    tagAgeIs(a) := (Mux(tick, younger, tagAgeIs(a)) & ~issuedTag) | (if (a == 0) issuedTag else 0.U)
   }
-  when(issue) { tagAge(freeTag) := 0.U }
-  private val expired = VecInit((0 until p.tags).map(t => tagActive(t) && tagAge(t) === AgeLimit.U))
-  private val (anyExpired, expTag) = DmaUtil.lowestSet(expired)
+  tagAged := (tagAged | Mux(tick, tagAgeIs(AgeLimit - 1), 0.U)) & ~issuedTag
+  private val (anyExpired, expTag) = BitMask.lowestSet(tagActive & tagAged)
   private val expInfo = tagOwner(expTag)
   // One expiry per cycle, not while the decoder handles that tag or counts an IP timeout
   // (an expired tag waits a cycle).
   private val timeoutFire = anyExpired && !(sopFire && (rcTagIdx === expTag || ipTimeout))
 
-  when(sopFire && known) {
-    when(code =/= DmaError.Ok.U) { flagError(info.slot, code) }
-    when(retire) { tagActive(rcTagIdx) := false.B }
-  }
-  when(timeoutFire) {
-    tagActive(expTag) := false.B
-    flagError(expInfo.slot, DmaError.Timeout.U)
-  }
+  flagError(sopFire && known && code =/= DmaError.Ok.U, info.slot, code)
+  flagError(timeoutFire, expInfo.slot, DmaError.Timeout.U)
+  private def tagOh(tag: UInt, en: Bool): UInt = BitMask.only(tag, p.tags, en)
+  tagActive := (tagActive | issuedTag) & ~tagOh(rcTagIdx, sopFire && known && retire) &
+    ~tagOh(expTag, timeoutFire)
   creditsUsed := creditsUsed + Mux(issue, reqCredits, 0.U) - Mux(sopFire && retire, info.credits, 0.U) -
     Mux(timeoutFire, expInfo.credits, 0.U)
 
@@ -308,7 +331,12 @@ class DmaRead(val p: DmaParams) extends Module {
   }
   when(lateBad) {
     ctxBad := true.B
-    flagError(ctxSlotR, DmaError.Poisoned.U)
+  }
+  flagError(lateBad, ctxSlotR, DmaError.Poisoned.U)
+  // One write port per writer; where two meet at one slot, the later one alone writes.
+  for ((w, i) <- errWrites.zipWithIndex) {
+    val overridden = errWrites.drop(i + 1).map(l => l.en && l.slot === w.slot).foldLeft(false.B)(_ || _)
+    when(w.en && !overridden) { slotErr.write(w.slot, w.code) }
   }
   stat.err_poisoned := (sopFire && known && code === DmaError.Poisoned.U) || lateBad
   stat.err_timeout := (sopFire && ipTimeout) || timeoutFire
@@ -450,20 +478,30 @@ class DmaRead(val p: DmaParams) extends Module {
   ram_wr.strb := s4Mask
 
   // ------------------------------------------------------------------ counts and status
-  for (i <- 0 until p.descSlots) {
-    val inc = issue && curSlot === i.U
-    val decWrite = s4Retire && s4Slot === i.U
-    val decTimeout = timeoutFire && expInfo.slot === i.U
-    slotPending(i) := slotPending(i) + inc.asUInt - decWrite.asUInt - decTimeout.asUInt
+  // Reads in flight per slot: up to three slots change in a cycle (a read issued, one counted
+  // off after its writes, one timed out). Each is read, adjusted by every change that hits
+  // it, and written once; slotIdle says which counts are 0 (the memory's word of an idle
+  // slot is not read: at reset every slot is idle, as the counts were 0).
+  private val pendChanges = Seq((issue, curSlot), (s4Retire, s4Slot), (timeoutFire, expInfo.slot))
+  private val pendWrites = pendChanges.zipWithIndex.map { case ((en, slot), i) =>
+    val old = Mux(BitMask.bit(slotIdle, slot), 0.U, slotPending(slot))
+    val inc = issue && curSlot === slot
+    val decWrite = s4Retire && s4Slot === slot
+    val decTimeout = timeoutFire && expInfo.slot === slot
+    val next = old + inc.asUInt - decWrite.asUInt - decTimeout.asUInt
+    val seen = pendChanges.take(i).map { case (e, s) => e && s === slot }.foldLeft(false.B)(_ || _)
+    val wr = en && !seen
+    when(wr) { slotPending.write(slot, next) }
+    (slotOh(slot, wr), Mux(next === 0.U, slotOh(slot, wr), 0.U))
   }
+  slotIdle := (slotIdle & ~pendWrites.map(_._1).reduce(_ | _)) | pendWrites.map(_._2).reduce(_ | _)
 
   private val statusQ = Module(new Queue(new DmaStatus, p.statusDepth))
-  private val (anyDone, doneSlot) =
-    DmaUtil.lowestSet((0 until p.descSlots).map(i => slotActive(i) && slotIssued(i) && slotPending(i) === 0.U))
+  private val (anyDone, doneSlot) = BitMask.lowestSet(slotActive & slotIssued & slotIdle)
   statusQ.io.enq.valid := anyDone
   statusQ.io.enq.bits.tag := slotTag(doneSlot)
   statusQ.io.enq.bits.error := slotErr(doneSlot)
-  when(statusQ.io.enq.fire) { slotActive(doneSlot) := false.B }
+  slotActive := (slotActive | slotTaken) & ~slotOh(doneSlot, statusQ.io.enq.fire)
   m_status <> statusQ.io.deq
   stat.done := statusQ.io.enq.fire
   stat.done_error := statusQ.io.enq.fire && slotErr(doneSlot) =/= DmaError.Ok.U
