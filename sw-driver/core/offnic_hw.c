@@ -28,28 +28,13 @@ struct known_block {
 	const char *name;
 };
 
+/* The register map's blocks, from the generated header */
+#define OFFNIC_KNOWN_BLOCK(type, version, name) { type, version, name },
 static const struct known_block known_blocks[] = {
-	{ OFFNIC_RB_DEVICE_ID_TYPE, OFFNIC_RB_DEVICE_ID_VERSION, "device_id" },
-	{ OFFNIC_RB_CLOCK_TYPE, OFFNIC_RB_CLOCK_VERSION, "clock" },
-	{ OFFNIC_RB_BAR_ACCESS_TYPE, OFFNIC_RB_BAR_ACCESS_VERSION, "bar_access" },
-	{ OFFNIC_RB_TX_QUEUES_TYPE, OFFNIC_RB_TX_QUEUES_VERSION, "tx_queues" },
-	{ OFFNIC_RB_RX_QUEUES_TYPE, OFFNIC_RB_RX_QUEUES_VERSION, "rx_queues" },
-	{ OFFNIC_RB_TX_CQS_TYPE, OFFNIC_RB_TX_CQS_VERSION, "tx_cqs" },
-	{ OFFNIC_RB_RX_CQS_TYPE, OFFNIC_RB_RX_CQS_VERSION, "rx_cqs" },
-	{ OFFNIC_RB_EQS_TYPE, OFFNIC_RB_EQS_VERSION, "eqs" },
-	{ OFFNIC_RB_MSIX_TYPE, OFFNIC_RB_MSIX_VERSION, "msix" },
-	{ OFFNIC_RB_ETH_PORT_TYPE, OFFNIC_RB_ETH_PORT_VERSION, "eth_port" },
-	{ OFFNIC_RB_DMA_TYPE, OFFNIC_RB_DMA_VERSION, "dma" },
-	{ OFFNIC_RB_TX_ENGINE_TYPE, OFFNIC_RB_TX_ENGINE_VERSION, "tx_engine" },
-	{ OFFNIC_RB_RX_ENGINE_TYPE, OFFNIC_RB_RX_ENGINE_VERSION, "rx_engine" },
-	{ OFFNIC_RB_RSS_TYPE, OFFNIC_RB_RSS_VERSION, "rss" },
-	{ OFFNIC_RB_REASM_TYPE, OFFNIC_RB_REASM_VERSION, "reasm" },
-	{ OFFNIC_RB_CACHE_TYPE, OFFNIC_RB_CACHE_VERSION, "cache" },
-	{ OFFNIC_RB_TOE_TYPE, OFFNIC_RB_TOE_VERSION, "toe" },
-	{ OFFNIC_RB_TOE_HOST_TYPE, OFFNIC_RB_TOE_HOST_VERSION, "toe_host" },
-	{ OFFNIC_RB_PCS_TYPE, OFFNIC_RB_PCS_VERSION, "pcs" },
-	{ OFFNIC_RB_FW_TYPE, OFFNIC_RB_FW_VERSION, "fw" },
+	OFFNIC_RB_FOR_EACH_BLOCK(OFFNIC_KNOWN_BLOCK)
 };
+
+#undef OFFNIC_KNOWN_BLOCK
 
 static const struct known_block *find_known(u32 type)
 {

@@ -109,19 +109,11 @@ int octl_find_block(struct octl *c, uint32_t type, uint32_t *offset)
 
 const char *octl_block_name(uint32_t type)
 {
+#define OCTL_BLOCK_NAME(type, version, name) { type, name },
 	static const struct { uint32_t type; const char *name; } names[] = {
-		{ OFFNIC_RB_DEVICE_ID_TYPE, "device_id" }, { OFFNIC_RB_CLOCK_TYPE, "clock" },
-		{ OFFNIC_RB_BAR_ACCESS_TYPE, "bar_access" }, { OFFNIC_RB_TX_QUEUES_TYPE, "tx_queues" },
-		{ OFFNIC_RB_RX_QUEUES_TYPE, "rx_queues" }, { OFFNIC_RB_TX_CQS_TYPE, "tx_cqs" },
-		{ OFFNIC_RB_RX_CQS_TYPE, "rx_cqs" }, { OFFNIC_RB_EQS_TYPE, "eqs" },
-		{ OFFNIC_RB_MSIX_TYPE, "msix" }, { OFFNIC_RB_ETH_PORT_TYPE, "eth_port" },
-		{ OFFNIC_RB_DMA_TYPE, "dma" }, { OFFNIC_RB_TX_ENGINE_TYPE, "tx_engine" },
-		{ OFFNIC_RB_RX_ENGINE_TYPE, "rx_engine" }, { OFFNIC_RB_RSS_TYPE, "rss" },
-		{ OFFNIC_RB_REASM_TYPE, "reasm" }, { OFFNIC_RB_CACHE_TYPE, "cache" },
-		{ OFFNIC_RB_TOE_TYPE, "toe" }, { OFFNIC_RB_TOE_HOST_TYPE, "toe_host" },
-		{ OFFNIC_RB_PCS_TYPE, "pcs" },
-		{ OFFNIC_RB_FW_TYPE, "fw" },
+		OFFNIC_RB_FOR_EACH_BLOCK(OCTL_BLOCK_NAME)
 	};
+#undef OCTL_BLOCK_NAME
 	size_t i;
 
 	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)

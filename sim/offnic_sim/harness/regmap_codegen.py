@@ -105,6 +105,14 @@ def render_c(m: dict) -> str:
                     f"#define {p}_ARRAY_MAX_COUNT {a['max_count']}",
                     f"#define {p}_ENT(k, reg) ({p}_ARRAY_OFFSET + (k) * {p}_ARRAY_STRIDE + (reg))"]
             regs(f"{p}_ENT", a["regs"])
+    # One list of the map's blocks for every C table that names them (the driver core's
+    # known blocks, offnic-ctl's names): X(type, version, "name") per block, in map order.
+    out += ["", "/* Every block of the map: X(type, version, name) per block, in map order. */",
+            "#define OFFNIC_RB_FOR_EACH_BLOCK(X) \\"]
+    for b in m["blocks"]:
+        p = f"OFFNIC_RB_{_c(b['name'])}"
+        out.append(f"\tX({p}_TYPE, {p}_VERSION, \"{b['name']}\") \\")
+    out[-1] = out[-1][:-2]
     out += ["", "#endif /* OFFNIC_REGS_H */"]
     return "\n".join(out) + "\n"
 
