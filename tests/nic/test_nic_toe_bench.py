@@ -1,0 +1,40 @@
+"""A tiny run of `./offnic bench toe --part nic` (sim/offnic_sim/toe/toe_nic_bench.py) on
+the nic-toe build: Table 1's saturated load in both modes and one offloaded connection
+both ways at MSS 1448 against the host path, short windows. The bench itself asserts
+what it moved (every host frame intact, every receive ring byte for byte, every byte the
+NIC sent from its send ring); this checks that it ran and that its report has the
+fields the results file and docs/toe.md quote. No timing is asserted.
+"""
+from __future__ import annotations
+
+import json
+
+from offnic_sim.harness import hw
+from offnic_sim.harness.runner import run_cocotb
+from offnic_sim.toe import toe_nic_report
+
+
+def test_nic_toe_bench_smoke(tmp_path):
+    out = tmp_path / "nic.json"
+    cfg = {"out": str(out), "seed": 7, "cases": ["table1", "one_conn"], "warm_us": 5.0, "window_us": 15.0,
+           "loads": ["saturated"], "one_warm_us": 5.0, "one_window_us": 15.0, "mss": [1448]}
+    run_cocotb(toe_nic_report.design(), "offnic_sim.toe.toe_nic_bench", testcase="nic", bench=cfg, fast=True)
+    res = json.loads(out.read_text())
+    assert [(r["load"], r["mode"]) for r in res["table1"]] == [("saturated", "host_first"), ("saturated", "fcfs")]
+    for r in res["table1"]:
+        assert r["offloaded_connections"] == 16 and r["qlen_samples"] > 0, r
+        assert r["host_rx"]["corrupted"] == 0 and r["host_tx"]["missing_or_wrong_port"] == 0, r
+        assert r["host_rx"]["measured"] > 0 and r["host_tx"]["measured"] > 0, r
+        assert r["offload_bytes_checked"] > 0 and r["nic_packets_queued"] > 0, r
+        for k in ("median_ns", "p99_ns"):
+            assert r["host_rx"][k] is not None and r["host_tx"][k] is not None, r
+    # host-first never loses a host frame; the NIC packets it could not queue are counted
+    hf = res["table1"][0]
+    assert hf["host_rx"]["lost"] == 0 and hf["port_fifo_drops"] == 0, hf
+    got = {(r["path"], r["direction"]) for r in res["one_conn"]}
+    assert got == {("offload", "tx"), ("offload", "rx"), ("host", "tx"), ("host", "rx")}, got
+    for r in res["one_conn"]:
+        assert r["bytes_in_window"] > 0 and r["pcie_bytes_per_payload_byte"] > 0, r
+    assert toe_nic_report.table({"table1": res["table1"], "one_conn": res["one_conn"],
+                                 "goal": None}).count("\n") > 4
+    assert hw.load_config("nic-toe")[0] == toe_nic_report.design()
