@@ -308,6 +308,7 @@ def _moved(a: dict, b: dict) -> dict:
 
 async def table1_phase(b: Bench, load: str, host_first: bool, warm_us: float, window_us: float) -> dict:
     drv, rng = b.drv, b.rng
+    cfg_debug = b.cfg.get("debug", False)
     await drv.block("dma").write("arbitration", 0 if host_first else 1)
     n_conns = {"none": 0, "moderate": 8, "saturated": 16, "saturated_port0": 8}[load]
     loaded_ports = (0,) if load == "saturated_port0" else (0, 1)
@@ -371,28 +372,38 @@ async def table1_phase(b: Bench, load: str, host_first: bool, warm_us: float, wi
             tags["tx"].append((tag, p))
             await Timer(HOST_PERIOD_NS, "ns")
 
-    async def sample_qlen() -> None:
-        while not b.stop:
-            await Timer(2, "us")
-            if w0 <= now_ns() <= w1:
-                qlen.append(await b.win.h.read("nicq_qlen"))
+    trace: list[tuple] = []    # (us, Qlen, segments decided, host frames steered) every 2 us
 
-    tasks = [cocotb.start_soon(rx_feed(p)) for p in range(2)] + [cocotb.start_soon(tx_feed(p)) for p in range(2)]
+    async def sample_qlen() -> None:
+        while not b.stop or cfg_debug:   # debugging: on through the settling too
+            await Timer(2, "us")
+            q = await b.win.h.read("nicq_qlen")
+            if w0 <= now_ns() <= w1:
+                qlen.append(q)
+            if cfg_debug:
+                trace.append((round(now_ns() / 1000 - t_start / 1000, 1), q, await b.win.t.read("seg_events"),
+                              await b.win.t.read("steer_to_host")))
+
+    tasks = [cocotb.start_soon(rx_feed(p)) for p in range(2)]
+    tasks += [cocotb.start_soon(tx_feed(p)) for p in range(2) if not b.cfg.get("no_host_tx")]
     tasks.append(cocotb.start_soon(sample_qlen()))
     await Timer(warm_us + window_us, "us")
     b.stop = True
     acked_w = {c.k: (c.acked_at(w0), c.acked_at(w1)) for c in conns}
-    # Let every host frame finish (or be lost: nothing more arrives for 10 us) before counting.
-    last = -1
-    for _ in range(40):
+    # Let every host frame finish (or be lost: nothing more arrives for 10 us) and the
+    # engine empty its queue before counting and restoring. (A restore while an FCFS
+    # backlog holds the lookup deadlocks the NIC: docs/toe.md, "The engine in the NIC:
+    # figures".)
+    last, q = -1, -1
+    for _ in range(100):
         await Timer(5, "us")
         got = sum(len(v) for v in b.rx_got.values())
-        if got >= len(tags["rx"]) and all(t in b.tx_wire for t, _ in tags["tx"]):
-            break
+        q = await b.win.h.read("nicq_qlen")
         idle = b.tb.ports[0].source.idle() and b.tb.ports[1].source.idle()
-        if idle and got == last:
+        if q == 0 and idle and (got == last or got >= len(tags["rx"]) and all(t in b.tx_wire for t, _ in tags["tx"])):
             break
         last = got
+    drained = q == 0
     await Timer(10, "us")
     for t in tasks:
         t.cancel()
@@ -429,8 +440,16 @@ async def table1_phase(b: Bench, load: str, host_first: bool, warm_us: float, wi
     good = sum(a1 - a0 for a0, a1 in acked_w.values())
     rings_ok = all(b.ring_ok(c, c.acked) for c in conns)
     assert rings_ok, "a receive ring in host memory differs from the stream the peer sent"
+    hang = None
     for c in conns:
-        await b.restore(c)
+        try:
+            await b.restore(c)
+        except TimeoutError as e:      # a finding: keep what the NIC says about itself
+            h = b.win.h
+            hang = {"error": str(e), "conn": c.id, "cmd_state": await h.read("cmd_state"),
+                    "counters_after": await b.regs(), "acked": {x.id: x.acked for x in conns}}
+            cocotb.log.error("table1 %s %s: %s", load, host_first, hang)
+            break
     mv = _moved(regs0, regs1)
     return {
         "load": load, "mode": "host_first" if host_first else "fcfs", "offloaded_connections": n_conns,
@@ -448,19 +467,21 @@ async def table1_phase(b: Bench, load: str, host_first: bool, warm_us: float, wi
         "offload_goodput_gbps": round(good * 8 / (window_us * 1000), 3),
         "offload_bytes_in_window": good, "offload_bytes_checked": sum(c.acked for c in conns),
         "generator_go_back": sum(c.resends for c in conns),
-        "counters": mv,
+        "counters": mv, "engine_queue_drained_before_restore": drained, "restore_hang": hang, **({"trace": trace} if cfg_debug else {}),
     }
 
 
 async def run_table1(b: Bench, cfg: dict) -> list[dict]:
     out = []
     for load in cfg.get("loads", ["none", "moderate", "saturated"]):
-        for host_first in (True, False):
+        for host_first in cfg.get("modes", (True, False)):
             r = await table1_phase(b, load, host_first, cfg["warm_us"], cfg["window_us"])
             cocotb.log.info("table1 %s %s: rx %s tx %s qlen %s drops %s goodput %s", r["load"], r["mode"],
                             r["host_rx"], r["host_tx"], r["qlen_max"], r["nic_packet_drops"], r["offload_goodput_gbps"])
             assert r["host_rx"]["corrupted"] == 0 and r["host_tx"]["missing_or_wrong_port"] == 0, r
             out.append(r)
+            if r["restore_hang"]:
+                return out     # the engine answers no more commands: the rest would measure nothing
     return out
 
 
