@@ -615,13 +615,14 @@ async def one_host(b: Bench, direction: str, mss: int, warm_us: float, window_us
             await drv.send_batch(0, batch, max_in_flight=128)
     if direction == "tx":
         sent = 0
+        in_flight = max(8, min(128, (48 << 10) // size))    # bench/cases.tuning's byte queue limit
         while sent < n:
             batch = []
-            for _ in range(min(16, n - sent)):
+            for _ in range(min(max(1, in_flight // 4), n - sent)):
                 tag, f = b.host_frame(PEER_MAC, size)
                 tags.append((tag, f))
                 batch.append(f)
-            await drv.send_batch(0, batch, max_in_flight=max(8, min(128, (48 << 10) // size)))
+            await drv.send_batch(0, batch, max_in_flight=in_flight)
             sent += len(batch)
         for _ in range(10_000):
             if all(t in b.tx_wire for t, _ in tags):
