@@ -287,9 +287,10 @@ def window_rate(log: list[tuple[float, int]], w0: float, w1: float) -> tuple[int
     (event to event: a rate no faster than the deliveries themselves, whatever the
     window's edges cut)."""
     ev = [(t, g) for t, g in log if w0 < t <= w1]
-    if len(ev) < 2:
+    if len(ev) < 2 or ev[-1][0] == ev[0][0]:
         return 0, 0.0
-    return ev[-1][1] - ev[0][1], ev[-1][0] - ev[0][0]
+    base = max(g for t, g in ev if t == ev[0][0])   # events at the first instant are its own
+    return ev[-1][1] - base, ev[-1][0] - ev[0][0]
 
 
 def pct(v: list[float], q: float) -> float | None:
