@@ -63,15 +63,19 @@ def plot(doc: dict, png: Path) -> None:
     fig, axes = plt.subplots(1, 3, figsize=(17, 4.4))
     t1 = doc.get("table1") or []
     for ax, way in zip(axes[:2], ("host_rx", "host_tx")):
-        labels = [f"{LOAD_LABEL[r['load']]}\n{r['mode']}" for r in t1]
+        labels = [f"{LOAD_LABEL[r['load']].split(')')[0]})\n{'host 1st' if r['mode'] == 'host_first' else 'FCFS'}"
+                  for r in t1]
         x = range(len(t1))
         med = [(r[way]["median_ns"] or 0) / 1000 for r in t1]
         p99 = [(r[way]["p99_ns"] or 0) / 1000 for r in t1]
         ax.bar([i - 0.2 for i in x], med, width=0.4, label="median")
         ax.bar([i + 0.2 for i in x], p99, width=0.4, label="p99")
         ax.set_xticks(list(x), labels, fontsize=7)
-        ax.set_yscale("log")
+        if way == "host_rx":
+            ax.set_yscale("log")
         ax.set_ylabel("us")
+        ax.set_xlabel("(a) nothing offloaded, (b) moderate, (c) saturated, (c') saturated on port 0 only",
+                      fontsize=7)
         what = "RX: last byte on the wire to completion record" if way == "host_rx" else "TX: doorbell to first byte on the wire"
         ax.set_title(f"Host packets crossing the NIC ({what})", fontsize=8)
         ax.legend(fontsize=7)
