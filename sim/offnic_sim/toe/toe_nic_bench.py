@@ -53,7 +53,6 @@ HOST_ETHERTYPE = b"\x88\xb5"          # host frames: a local EtherType, tag at b
 HOST_FRAME = 512                      # host frames' size with FCS (Table 1)
 HOST_PERIOD_NS = 1000                 # one host frame per port and direction per microsecond
 SMALL_PAYLOAD = 64                    # the saturating segments' payload (frames 118 B + FCS)
-SMALL_PER_US = 18                     # of them per port per microsecond: with the host frame, 98.5% of 25G
 STALL_NS = 10_000                     # the generator goes back to the last ACK after 10 us without progress
 GEN_CAP = 16 << 10                    # bytes the generator keeps beyond the last ACK per connection
 LINE_GBPS = 25.0
@@ -312,13 +311,16 @@ async def table1_phase(b: Bench, load: str, host_first: bool, warm_us: float, wi
     drv, rng = b.drv, b.rng
     cfg_debug = b.cfg.get("debug", False)
     await drv.block("dma").write("arbitration", 0 if host_first else 1)
-    n_conns = {"none": 0, "moderate": 8, "saturated": 16, "saturated_port0": 8}[load]
+    n_conns = {"none": 0, "moderate": 8, "saturated": 16, "saturated_128": 16, "saturated_port0": 8}[load]
     loaded_ports = (0,) if load == "saturated_port0" else (0, 1)
-    mss = 1448 if load == "moderate" else SMALL_PAYLOAD
-    per_us = 1 if load == "moderate" else SMALL_PER_US
+    small = 128 if load == "saturated_128" else b.cfg.get("small_payload", SMALL_PAYLOAD)
+    mss = 1448 if load == "moderate" else small
+    # segments per port per microsecond beside the host frame, ~98.5% of 25G
+    per_us = 1 if load == "moderate" else int((3125 - HOST_FRAME - WIRE_EXTRA) / (small + 58 + WIRE_EXTRA))
     stream_len = int((warm_us + window_us + 50) * per_us * mss * 2 / max(n_conns, 1)) + GEN_CAP
     rcv_size = 1 << max(16, (2 * stream_len - 1).bit_length())
     conns = [b.new_conn(100 * load.startswith("saturated") + 25 * (load == "saturated_port0") + k
+                        + 300 * (load == "saturated_128")
                         + (0 if host_first else 50), loaded_ports[k % len(loaded_ports)], mss=mss, ts=False,
                         snd_size=4096, rcv_size=rcv_size, stream_len=stream_len) for k in range(n_conns)]
     for c in conns:
@@ -402,7 +404,7 @@ async def table1_phase(b: Bench, load: str, host_first: bool, warm_us: float, wi
     # backlog holds the lookup deadlocks the NIC: docs/toe.md, "The engine in the NIC:
     # figures".)
     last, q = -1, -1
-    for _ in range(100):
+    for _ in range(0 if b.cfg.get("restore_without_drain") else 100):
         await Timer(5, "us")
         got = sum(len(v) for v in b.rx_got.values())
         q = await b.win.h.read("nicq_qlen")

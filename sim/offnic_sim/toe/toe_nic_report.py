@@ -48,8 +48,8 @@ LEAVES_OUT = [
 
 
 LOAD_LABEL = {"none": "(a) nothing offloaded", "moderate": "(b) moderate", "saturated": "(c) saturated",
-              "saturated_port0": "(c') saturated, port 0 only"}
-LOADS = ["none", "moderate", "saturated", "saturated_port0"]
+              "saturated_128": "(c2) saturated, 128-byte segments", "saturated_port0": "(c') saturated, port 0 only"}
+LOADS = ["none", "moderate", "saturated", "saturated_128", "saturated_port0"]
 
 
 def design() -> hw.Design:
@@ -74,8 +74,8 @@ def plot(doc: dict, png: Path) -> None:
         if way == "host_rx":
             ax.set_yscale("log")
         ax.set_ylabel("us")
-        ax.set_xlabel("(a) nothing offloaded, (b) moderate, (c) saturated, (c') saturated on port 0 only",
-                      fontsize=7)
+        ax.set_xlabel("(a) nothing offloaded, (b) moderate, (c) saturated (64-byte segments), (c2) with 128-byte "
+                      "ones, (c') port 0 only", fontsize=7)
         what = "RX: last byte on the wire to completion record" if way == "host_rx" else "TX: doorbell to first byte on the wire"
         ax.set_title(f"Host packets crossing the NIC ({what})", fontsize=8)
         ax.legend(fontsize=7)
