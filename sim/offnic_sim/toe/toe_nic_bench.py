@@ -259,7 +259,7 @@ class Bench:
         c.id = rsp["id"]
 
     async def restore(self, c: Conn) -> None:
-        rsp = await self.win.command(OP_RESTORE, c.id, state=False)
+        rsp = await self.win.command(OP_RESTORE, c.id, state=False, timeout_us=self.cfg.get("command_timeout_us", 2000))
         assert rsp["status"] == ST_OK, rsp
         del self.conns[(c.key.local_port, c.key.remote_port)]
 
