@@ -114,14 +114,6 @@ class Conn:
                            (hs.snd_una + ack_off) & 0xFFFFFFFF, ACK, 0xFFFF, b"", options=opts)
         return eth_frame(hs.local_mac, hs.remote_mac, ETH_P_IP, pkt)
 
-    def acked_at(self, t: float) -> int:
-        got = 0
-        for tt, a in self.ack_log:
-            if tt > t:
-                break
-            got = a
-        return got
-
 
 class Bench:
     def __init__(self, dut, cfg: dict):
@@ -158,8 +150,8 @@ class Bench:
             await drv.set_default_queue(port=p, q=p)
             for kind in ("tx", "rx"):
                 qs = drv.queues[kind][p]
-                self.tap.add_range(qs.ring.buf.addr, qs.ring.buf.size, f"host:ring")
-                self.tap.add_range(qs.bufs.addr, qs.bufs.size, f"host:buf")
+                self.tap.add_range(qs.ring.buf.addr, qs.ring.buf.size, "host:ring")
+                self.tap.add_range(qs.bufs.addr, qs.bufs.size, "host:buf")
                 self.tap.add_range(qs.cq.ring.buf.addr, qs.cq.ring.buf.size, f"{kind}{p}:cq")
         for name in ("toe_host", "toe"):
             b = drv.block(name)
@@ -308,7 +300,7 @@ def _moved(a: dict, b: dict) -> dict:
 # ---------------------------------------------------------------------- Table 1
 
 async def table1_phase(b: Bench, load: str, host_first: bool, warm_us: float, window_us: float) -> dict:
-    drv, rng = b.drv, b.rng
+    drv = b.drv
     cfg_debug = b.cfg.get("debug", False)
     await drv.block("dma").write("arbitration", 0 if host_first else 1)
     n_conns = {"none": 0, "moderate": 8, "saturated": 16, "saturated_128": 16, "saturated_port0": 8}[load]
