@@ -444,7 +444,7 @@ def cmd_bench(args: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="offnic bench", description="performance benches of the whole NIC")
     ap.add_argument("suite", choices=["base", "cache", "frag", "toe", "sim"],
                     help="base: RFC 2544-style throughput/latency of the base NIC; cache, frag: the offloads' "
-                         "studies; toe: the TCP offload engine's blocks; sim: the simulation's own speed")
+                         "studies; toe: the TCP offload engine's blocks (--part nic: the engine inside the whole NIC); sim: the simulation's own speed")
     ap.add_argument("--sizes", default=None,
                     help=f"frame sizes with FCS, comma separated (default {','.join(map(str, workload_cases.BENCH_SIZES))})")
     ap.add_argument("--window-us", type=float, default=30.0, help="measured window per case, simulated us (default 30)")

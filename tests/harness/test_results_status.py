@@ -34,6 +34,7 @@ def test_current_stale_and_missing(tmp_path, capsys):
     assert got["bench-frag.json"].command == "./offnic bench frag"
     assert got["bench-base.png"].command == "./offnic bench base"
     assert results_status.regen_command(tmp_path / "synth-nic.json") == "./offnic synth --config nic"
+    assert results_status.regen_command(tmp_path / "bench-toe-nic.png") == "./offnic bench toe --part nic"
     assert results_status.main([], results_dir=tmp_path, current=NOW) == 1
     out = capsys.readouterr().out
     assert "bench-frag.json" in out and "stale" in out and "./offnic bench frag" in out

@@ -73,6 +73,8 @@ def regen_command(path: Path) -> str:
     """Every suite writes results/bench-<suite>.json (and .png) by default; a whole
     configuration's synthesis writes results/synth-<config>.json."""
     stem = path.stem
+    if stem == "bench-toe-nic":   # the TCP engine inside the NIC: a part of bench toe
+        return "./offnic bench toe --part nic"
     if stem.startswith("bench-"):
         return f"./offnic bench {stem.removeprefix('bench-')}"
     if stem.startswith("synth-"):

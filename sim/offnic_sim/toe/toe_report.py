@@ -81,6 +81,19 @@ def plot(recs: list[dict], png: Path) -> None:
 
 
 def main(args: list[str], rel=str) -> int:
+    """`--part blocks` (the default: the engine's blocks, results/bench-toe.json) or `--part
+    nic` (the engine inside the whole NIC, toe_nic_report.py: results/bench-toe-nic.json)."""
+    part, rest = "blocks", list(args)
+    if "--part" in rest:
+        i = rest.index("--part")
+        part = rest[i + 1] if i + 1 < len(rest) else ""
+        del rest[i:i + 2]
+    if part == "nic":
+        from offnic_sim.toe import toe_nic_report
+        return toe_nic_report.main(rest, rel=rel)
+    if part != "blocks":
+        raise SystemExit(f"offnic bench toe: --part is blocks or nic, not {part!r}")
+    args = rest
     from offnic_sim.harness.runner import run_cocotb
     from offnic_sim.harness.hw import Design
     ap = argparse.ArgumentParser(prog="offnic bench toe", description=__doc__.split("\n\n")[0])
