@@ -517,9 +517,10 @@
 #define OFFNIC_RB_TOE_REG_NOTES_RST 0x70
 #define OFFNIC_RB_TOE_REG_NOTES_TIMEOUT 0x74
 #define OFFNIC_RB_TOE_REG_NOTES_CLOSED 0x78
-#define OFFNIC_RB_TOE_REG_STORE_ERRORS 0x7c
-#define OFFNIC_RB_TOE_REG_TX_DROPS 0x80
-#define OFFNIC_RB_TOE_REG_TX_READ_ERRORS 0x84
+#define OFFNIC_RB_TOE_REG_RESERVES_REFUSED 0x7c
+#define OFFNIC_RB_TOE_REG_STORE_ERRORS 0x80
+#define OFFNIC_RB_TOE_REG_TX_DROPS 0x84
+#define OFFNIC_RB_TOE_REG_TX_READ_ERRORS 0x88
 
 /* toe_host: The TCP engine as part of the NIC: its NIC-packet queue (Qlen, drops), each port's transmit merge, its settings, and the interim command window (install, restore, status, send, read, close; docs/toe.md). Host-first or FCFS at every shared point follows dma.arbitration. Counters wrap. */
 #define OFFNIC_RB_TOE_HOST_TYPE 0x0ff10028u
