@@ -38,7 +38,7 @@ object NicToe {
 
   def attach(p: NicParams, regAddrBits: Int, toeBase: Int, toeNext: Int, rx: RxEngine, dmaHost: DmaArbiter,
              hostTx: Seq[AxisIO], portIn: Seq[AxisIO], hostB: RegBlock, fcfs: Bool, portMac: Seq[UInt],
-             lc: Option[LoadControlIn], softLimit: UInt): RegBusPort = {
+             lc: Option[LoadControlIn], softLimit: UInt, tx: TxEngine): RegBusPort = {
     val hw = hostB.hw
     val steerOut = rx.m_axis_steer.get
     // The receive path's sideband (tid: port, tuser: mark) crosses the engine as one tuser
@@ -93,8 +93,14 @@ object NicToe {
 
     // ---- Buffers in host memory: the bridge on the DMA arbiter's engine side.
     val bridge = Module(new Axi4DmaBridge(p.dma.copy(ramAddrBits = DmaShare.EngRamBits), 40, 4))
-    bridge.s_axi <> off.m_axi
     DmaArbiter.attachBridge(dmaHost, bridge)
+    // Commands from the TX queues (ToeCmdUnit): their command-block reads share the bridge's
+    // read channels with the engine's transmit builder (id 0; the blocks' id 1).
+    val unit = Module(new ToeCmdUnit(p, p.toeConnections))
+    unit.s_cmd <> tx.m_toe_cmd.get
+    tx.s_toe_cpl.get <> unit.m_cpl
+    tx.cfg_fcfs.get := fcfs
+    ToeCmdUnit.joinReads(bridge.s_axi, off.m_axi, unit.m_axi)
 
     // ---- Transmit: each engine segment to its port, merged with the host's frames.
     val eng = off.m_axis_tx
@@ -140,8 +146,29 @@ object NicToe {
     }
     hw.value("cmd_issued") := StatCounter(goNow && !open)
     hw.value("cmd_busy_refused") := StatCounter(goNow && open)
-    val cmd = off.s_cmd
+    // The engine's command port: the window's command or the TX queues' (window first), one
+    // at a time; the answer goes back to where the command came from.
+    val cmd = Wire(Decoupled(new offnic.toe.EngineCmd(idBits)))
+    val inFlight = RegInit(false.B)
+    val fromUnit = RegInit(false.B)
+    val pickUnit = !cmd.valid && unit.m_cmd.valid
+    off.s_cmd.valid := !inFlight && (cmd.valid || unit.m_cmd.valid)
+    off.s_cmd.bits := Mux(pickUnit, unit.m_cmd.bits, cmd.bits)
+    cmd.ready := !inFlight && off.s_cmd.ready
+    unit.m_cmd.ready := !inFlight && off.s_cmd.ready && pickUnit
+    when(off.s_cmd.fire) {
+      inFlight := true.B
+      fromUnit := pickUnit
+    }
+    when(off.m_rsp.fire) { inFlight := false.B }
     val cnum = off.status.connections
+    unit.cnum := cnum
+    unit.soft_limit := softLimit
+    hw.value("cmdq_commands") := StatCounter(unit.stat.taken)
+    hw.value("cmdq_bad_desc") := StatCounter(unit.stat.badDesc)
+    hw.value("cmdq_block_errors") := StatCounter(unit.stat.blockError)
+    hw.value("cmdq_over_limit") := StatCounter(unit.stat.overLimit)
+    hw.value("cmdq_refused") := StatCounter(unit.stat.refused)
     val opNow = hw.value("cmd_op")(2, 0)
     val overLimit = (opNow === EngineOp.Install.U || opNow === EngineOp.Reserve.U) && cnum >= softLimit
     val refuse = issue && overLimit
@@ -177,11 +204,18 @@ object NicToe {
     dontTouch(unused_cmd)
     hw.value("tcb_bits") := tcbBits.U
 
-    val rsp = off.m_rsp
+    val rsp = Wire(Decoupled(new EngineRsp(idBits)))
+    rsp.valid := off.m_rsp.valid && !fromUnit
+    rsp.bits := off.m_rsp.bits
     rsp.ready := true.B
+    unit.s_rsp.valid := off.m_rsp.valid && fromUnit
+    unit.s_rsp.bits := off.m_rsp.bits
+    off.m_rsp.ready := Mux(fromUnit, unit.s_rsp.ready, rsp.ready)
+    // The rsp_* registers hold the last answer of either transport (the TX queues' state
+    // is read here until answers are written back into the command block).
     val last = Reg(new EngineRsp(idBits))
-    when(rsp.fire) {
-      last := rsp.bits
+    when(off.m_rsp.fire) {
+      last := off.m_rsp.bits
     }.elsewhen(refuse) {
       last := 0.U.asTypeOf(last)
       last.op := opNow

@@ -447,6 +447,9 @@ object RegMap {
       ro("soft_limit", 0x70, "Soft_limit in force: the control processor's (seed 004 load control), else the connection count. " +
         "An install or reserve while connections >= soft_limit is refused with status 5 (over the limit)."),
       ro("installs_over_limit", 0x74, "Installs and reserves refused for Soft_limit (status 5)."),
+      ro("cmdq_commands", 0x78, "Commands taken from the TX queues (opcodes 0x20-0x2f; docs/queues.md)."),
+      ro("cmdq_bad_desc", 0x7c, "TX-queue commands completed BAD_DESC: opcode past 0x27, or a command block not 32-byte aligned, " +
+        "crossing 4 KiB or past 2^40."),
       Reg("cmd_op", 0x80, RW(0), "Command window (interim, docs/toe.md): the operation.",
         Seq(Field("op", 0, 3, "0 install, 1 restore, 2 send, 3 read, 4 close, 5 status, 6 reserve, 7 complete (TcpEngine's EngineOp; 6 and 7: the two-phase install)."))),
       Reg("cmd_id", 0x84, RW(0), "Connection id (all but install)."),
@@ -476,7 +479,10 @@ object RegMap {
         Seq(Field("kind", 0, 3, "0 rx, 1 acked, 2 fin, 3 rst, 4 timeout, 5 closed (TcpDecide's NoteKind)."),
           Field("id", 16, 16, "Its connection id."))),
       ro("note_seq", 0xd8, "The oldest notification's sequence number (rx: received up to; acked: acknowledged up to)."),
-      Reg("note_pop", 0xdc, WStrobe, "Write 1: drop the oldest notification.")
+      Reg("note_pop", 0xdc, WStrobe, "Write 1: drop the oldest notification."),
+      ro("cmdq_block_errors", 0xe0, "TX-queue commands completed DMA_ERROR: their command block's read failed."),
+      ro("cmdq_over_limit", 0xe4, "TX-queue installs and reserves refused for Soft_limit (status 0x25)."),
+      ro("cmdq_refused", 0xe8, "TX-queue commands the engine answered with a status other than OK (0x20 + its status).")
     ) ++ (0 until ToeTcbWords).map(k => Reg(s"cmd_tcb_$k", 0x100 + 4 * k, RW(0), s"Install: the connection's state, bits ${32 * k + 31}:${32 * k}.")) ++
       (0 until ToeTcbWords).map(k => ro(s"rsp_tcb_$k", 0x200 + 4 * k, s"The answer's connection state, bits ${32 * k + 31}:${32 * k}."))
   )
