@@ -16,8 +16,11 @@ as their TX completions (sim/offnic_sim/toe/toe_cmdq.py: ToeQueue).
   its id): each a completion with its status, counted per reason, the queue going on (a
   host frame behind each is sent).
 
-Notifications come from the register window's FIFO (ToeWindow.notes): events are not built
-yet. Seeds: cocotb's (OFFNIC_SEED replays).
+In handoff_cmdq the engine's notifications are events (type 2) on an event queue of their
+own, taken by the driver model's interrupt handler; with that event queue disabled for a
+while, the peer's ACKs in a row come out as one merged event ("many ACKs, one message").
+bad_input_cmdq reads them from the register window's FIFO. Seeds: cocotb's (OFFNIC_SEED
+replays).
 """
 from __future__ import annotations
 
@@ -29,6 +32,7 @@ from cocotb.triggers import Timer
 
 from offnic_sim.harness.runner import run_cocotb
 from offnic_sim.host import rings
+from offnic_sim.host.driver import _layout
 from offnic_sim.net.ipfrag import ipv4_header
 from offnic_sim.toe.toe_cmdq import ST_BAD_DESC, ST_DMA_ERROR, ToeQueue
 from offnic_sim.toe.toe_model import ConnKey, handoff_tcb
@@ -86,6 +90,9 @@ async def handoff_cmdq(dut):
     r = CmdRig(dut)
     await r.start()
     rng, drv, cq = r.rng, r.drv, r.cq
+    note_eq = len(drv.eqs) - 1
+    assert note_eq >= 2, "the notifications want an event queue no completion queue reports to"
+    await cq.use_events(note_eq)
     snd_ring, rcv_ring = drv.alloc(RING), drv.alloc(RING)
     S, R = 2**32 - rng.randrange(1, 2000), 2**32 - rng.randrange(1, 2000)
     unsent = rng.randbytes(2000)
@@ -148,6 +155,23 @@ async def handoff_cmdq(dut):
     await r.settle(20)
     r.sort_wire()
     assert b"".join(t[3] for t in r.engine[before:]) == more
+    assert await cq.notes() == [], "no notification expected yet"
+    # The peer acknowledges `more` in 7 steps while the notifications' event queue is
+    # disabled: the 7 "acked" wait in the NIC and leave as one event with the last.
+    eqr = drv.eqs[note_eq].regs
+    ctrl = drv.eqs[note_eq].ctrl
+    await eqr.write("control", rings.pack_fields(_layout(eqr, "control"), ctrl, enable=0))
+    merged0 = await cq.h.read("notes_merged")
+    for k in range(1, 8):
+        await r.tb.ports[0].send(tcp_frame(key, R + len(data), base + 100 * k))
+        await r.host_tx(0)
+    await r.settle(10)
+    assert await cq.notes() == []
+    await eqr.write("control", ctrl)
+    await r.settle(10)
+    notes = await cq.notes()
+    assert notes == [("acked", c, (base + 700) & 0xFFFFFFFF)], notes
+    assert await cq.h.read("notes_merged") - merged0 == 6 and cq.merged == 6, cq.merged
     st = await cq.command(OP_STATUS, c)
     assert st["status"] == ST_OK and st["tcp_state"] == ESTABLISHED and st["tcb"].snd_nxt == (base + len(more)) & 0xFFFFFFFF, st
     rsp = await cq.command(OP_RESTORE, c)
@@ -169,6 +193,7 @@ async def handoff_cmdq(dut):
     assert regs["cmdq_bad_desc"] == regs["cmdq_block_errors"] == regs["cmdq_over_limit"] == 0, regs
     assert regs["table_inserts"] == regs["table_deletes"] == 1 and regs["connections"] == 0, regs
     assert regs["steer_to_host"] == len(r.host_sent) and regs["store_errors"] == 0, regs
+    assert regs["note_count"] == 0 and regs["notes_evented"] >= 3, regs
     dut._log.info("handoff_cmdq: %d host frames received, %d + %d sent, %d engine segments", len(r.host_got),
                   len(r.tx_sent[0]), len(r.tx_sent[1]), len(r.engine))
 

@@ -11,15 +11,19 @@ status, or BAD_DESC / DMA_ERROR; `rss_hash`: our TSval; `rss_type`: the TCP stat
 A command's full state (install, complete, restore, status with `state=True`) is not in the
 completion: it is read from the `toe_host` block's rsp_* registers, which hold the last
 answer of either transport (interim, until the answer is written back into the block).
-Notifications still come from the window's FIFO (ToeWindow.notes).
+
+Notifications: from the window's FIFO (ToeWindow.notes) until `use_events(eq)`; then as
+events (type 2) on event queue `eq`, which the driver model's interrupt handler collects
+(`drv.toe_notes`): consecutive rx or acked notifications of one connection arrive merged
+into one event with the latest sequence number.
 """
 from __future__ import annotations
 
 from offnic_sim.host import rings
 from offnic_sim.host.rings import Desc
 from offnic_sim.toe.toe_model import Tcb
-from offnic_sim.toe.toe_window import (OP_COMPLETE, OP_INSTALL, OP_RESERVE, OP_RESTORE, OP_STATUS, ST_OK, TCB_WORDS,
-                                       ToeWindow, pack_tcb, unpack_tcb)
+from offnic_sim.toe.toe_window import (NOTE_NAMES, OP_COMPLETE, OP_INSTALL, OP_RESERVE, OP_RESTORE, OP_STATUS, ST_OK,
+                                       TCB_WORDS, ToeWindow, pack_tcb, unpack_tcb)
 
 OP_BASE = 0x20                # opcode = OP_BASE + op (TcpEngine's EngineOp); 0x28-0x2f: BAD_DESC
 STATUS_BASE = 0x20            # completion status of an engine answer other than OK
@@ -57,6 +61,31 @@ class ToeQueue(ToeWindow):
         self.drv = drv
         self.q = q
         self.block = drv.alloc(256, 256)     # one command at a time: one block, reused
+        self.events = False
+        self.merged = 0                      # notifications the NIC merged into the events taken
+
+    async def use_events(self, eq: int = 0) -> None:
+        """Notifications as events on event queue `eq` (toe_host.note_mode, note_eq)."""
+        await self.h.write("note_eq", eq)
+        await self.h.write("note_mode", 1)
+        self.events = True
+
+    async def notes(self) -> list[tuple]:
+        """Every notification waiting, oldest first, as ToeWindow.notes gives them."""
+        if not self.events:
+            return await super().notes()
+        out = []
+        taken, self.drv.toe_notes[:] = list(self.drv.toe_notes), []
+        for cid, kind, seq, merged in taken:
+            name = NOTE_NAMES[kind]
+            self.merged += merged - 1
+            if name in ("rx", "acked"):
+                out.append((name, cid, seq))
+            elif name == "error":
+                out.append((name, cid, "timeout"))
+            else:
+                out.append((name, cid))
+        return out
 
     async def command(self, op: int, conn: int = 0, arg: int = 0, tcb: Tcb | None = None,
                       addr: dict[str, int] | None = None, timeout_us: float = 2000, state: bool = True) -> dict:

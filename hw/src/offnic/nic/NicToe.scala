@@ -6,7 +6,7 @@ import offnic.axis.{AxisIO, AxisParams}
 import offnic.pcie.{Axi4DmaBridge, DmaArbiter}
 import offnic.regs.{RegBlock, RegBusPort, RegMap, StatCounter}
 import offnic.cpu.LoadControlIn
-import offnic.toe.{EngineNote, EngineOp, EngineRsp, NicQueueParams, TcpOffload, Tcb, TxMerge}
+import offnic.toe.{EngineNote, EngineOp, EngineRsp, NicQueueParams, NoteKind, TcpOffload, Tcb, TxMerge}
 
 /** The TCP engine inside the NIC (issue 17), wired by Nic when `toeConnections` > 0:
   *
@@ -38,7 +38,8 @@ object NicToe {
 
   def attach(p: NicParams, regAddrBits: Int, toeBase: Int, toeNext: Int, rx: RxEngine, dmaHost: DmaArbiter,
              hostTx: Seq[AxisIO], portIn: Seq[AxisIO], hostB: RegBlock, fcfs: Bool, portMac: Seq[UInt],
-             lc: Option[LoadControlIn], softLimit: UInt, tx: TxEngine): RegBusPort = {
+             lc: Option[LoadControlIn], softLimit: UInt, tx: TxEngine,
+             cpl: CplWriter): RegBusPort = {
     val hw = hostB.hw
     val steerOut = rx.m_axis_steer.get
     // The receive path's sideband (tid: port, tuser: mark) crosses the engine as one tuser
@@ -240,13 +241,37 @@ object NicToe {
     val notes = Module(new Queue(new EngineNote(idBits), NoteDepth))
     notes.io.enq <> off.m_note
     val pop = hw.strobe("note_pop")
-    notes.io.deq.ready := pop.valid && pop.bits(0)
+    // ... or, with note_mode.events, events on event queue note_eq (CplWriter): consecutive
+    // rx or acked notifications of one connection waiting here merge into one event (the
+    // latest sequence number; "many ACKs, one message").
+    val toEvents = hw.value("note_mode")(0)
+    val head = notes.io.deq
+    val pend = RegInit(false.B)
+    val ev = Reg(new NoteEvent)
+    val sameRun = pend && head.valid && head.bits.id.pad(16) === ev.id && head.bits.kind.pad(8) === ev.kind &&
+      (ev.kind === NoteKind.Rx.U || ev.kind === NoteKind.Acked.U) && !ev.merged.andR
+    cpl.s_note.get.valid := pend && !sameRun
+    cpl.s_note.get.bits := ev
+    cpl.cfg_note_eq.get := hw.value("note_eq")(7, 0)
+    val take = toEvents && (!pend || sameRun)
+    head.ready := Mux(toEvents, take, pop.valid && pop.bits(0))
+    when(cpl.s_note.get.fire) { pend := false.B }
+    when(head.valid && take) {
+      pend := true.B
+      ev.id := head.bits.id.pad(16)
+      ev.kind := head.bits.kind.pad(8)
+      ev.seq := head.bits.seq
+      ev.merged := Mux(sameRun, ev.merged + 1.U, 1.U)
+    }
+    hw.value("notes_evented") := StatCounter(cpl.s_note.get.fire)
+    hw.value("notes_merged") := StatCounter(head.valid && take && sameRun)
     hw.value("note_count") := notes.io.count
     hw.value("note_head") := Cat(notes.io.deq.bits.id.pad(16), 0.U(13.W), notes.io.deq.bits.kind)
     hw.value("note_seq") := notes.io.deq.bits.seq
 
     // Fields' spare bits (read back as written, unused).
     val unused_bits = WireDefault(Cat(go.bits(31, 1), pop.bits(31, 1), hw.value("engine_control")(7, 1),
+      hw.value("note_eq")(31, 8),
       hw.value("nicq_max_frames")(31, 16)))
     dontTouch(unused_bits)
     // The engine's status is in its registers; the block's status port is for its bench.

@@ -92,6 +92,12 @@ class TxEngine(val p: NicParams, cacheBytes: Long) extends Module {
   val s_toe_cpl = Option.when(withToe)(IO(Flipped(Decoupled(new CplReq(p.queueBits)))))
   val cfg_fcfs = Option.when(withToe)(IO(Input(Bool())))
   private val cmdPending = Option.when(withToe)(RegInit(0.U(nq.W)))
+  // A command also waits for the completions of its queue's packets before it (they go
+  // through the ports): packets given a slot and not yet completed, per queue; a queue whose
+  // next descriptor is a command is not scheduled while it has any (cmdWait).
+  private val qOut = Option.when(withToe)(RegInit(VecInit(Seq.fill(nq)(0.U((sb + 2).W)))))
+  private val cmdWait = Option.when(withToe)(RegInit(0.U(nq.W)))
+  private val cmdWaitSet = Option.when(withToe)(WireDefault(0.U(nq.W)))
   private val isCmd = Option.when(withToe)(Reg(Bool()))
   private val cmdDesc = Option.when(withToe)(Reg(new Descriptor))
 
@@ -155,9 +161,9 @@ class TxEngine(val p: NicParams, cacheBytes: Long) extends Module {
 
   private val portFree = VecInit((0 until 2).map(pt => occupancy(pt) =/= slots.U))
   private val cand = VecInit((0 until nq).map { i =>
-    cmdPending.foldLeft(
+    cmdPending.zip(cmdWait).foldLeft(
       queues.cfg(i).enable && !queues.error(i) && queues.avail(i) =/= 0.U && queues.cq_room(i) && portFree(cfg_port(i)) && !waiting(i)
-    )((c, b) => c && !b(i))
+    )((c, b) => c && !b._1(i) && !b._2(i))
   })
   private val rr = RegInit(0.U(qb.W))
   private val order = (0 until nq).map(i => (rr + i.U(qb.W))(qb - 1, 0))
@@ -295,7 +301,7 @@ class TxEngine(val p: NicParams, cacheBytes: Long) extends Module {
       val atZero = linear && need <= rt
       val start = Mux(atHead, rh, 0.U)
       val fits = refuse || insert || atHead || atZero
-      m_toe_cmd.foreach(_.valid := command.get)
+      m_toe_cmd.foreach(_.valid := command.get && qOut.get(q) === 0.U)
       def allocPacket(): Unit = {
         when(!fits) {
           // A packet of this port freed in this very cycle is the change it would wait for:
@@ -339,8 +345,11 @@ class TxEngine(val p: NicParams, cacheBytes: Long) extends Module {
       command match {
         case Some(c) =>
           when(c) {
-            // To the command unit (once it takes it: else the queue comes round again).
-            when(m_toe_cmd.get.ready) {
+            // To the command unit once the queue's packets before it have completed (else
+            // the queue waits for them) and the unit takes it (else the queue comes round again).
+            when(qOut.get(q) =/= 0.U) {
+              cmdWaitSet.get := UIntToOH(q, nq)
+            }.elsewhen(m_toe_cmd.get.ready) {
               queues.consume.valid := true.B
               queues.consume.bits.count := j
               queues.reserve.valid := true.B
@@ -405,6 +414,14 @@ class TxEngine(val p: NicParams, cacheBytes: Long) extends Module {
       val set = Mux(m_toe_cmd.get.fire, UIntToOH(q, nq), 0.U(nq.W))
       val clr = Mux(toe.fire, UIntToOH(toe.bits.queue(qb - 1, 0), nq), 0.U(nq.W))
       cmdPending.get := (cmdPending.get | set) & ~clr
+      val hostDone = host.fire
+      for (i <- 0 until nq) {
+        val inc = allocated.asUInt.orR && q === i.U
+        val dec = hostDone && host.bits.queue === i.U
+        qOut.get(i) := qOut.get(i) + inc.asUInt - dec.asUInt
+      }
+      val drained = VecInit(qOut.get.map(_ === 0.U)).asUInt
+      cmdWait.get := (cmdWait.get | cmdWaitSet.get) & ~drained
     case None => m_cpl <> cplArb.io.out
   }
   private val sent = Wire(Vec(2, Valid(UInt(17.W))))

@@ -482,7 +482,13 @@ object RegMap {
       Reg("note_pop", 0xdc, WStrobe, "Write 1: drop the oldest notification."),
       ro("cmdq_block_errors", 0xe0, "TX-queue commands completed DMA_ERROR: their command block's read failed."),
       ro("cmdq_over_limit", 0xe4, "TX-queue installs and reserves refused for Soft_limit (status 0x25)."),
-      ro("cmdq_refused", 0xe8, "TX-queue commands the engine answered with a status other than OK (0x20 + its status).")
+      ro("cmdq_refused", 0xe8, "TX-queue commands the engine answered with a status other than OK (0x20 + its status)."),
+      Reg("note_mode", 0xec, RW(0), "Where the engine's notifications go.",
+        Seq(Field("events", 0, 1, "1: as events (type 2) on event queue note_eq, consecutive rx/acked of one connection merged; " +
+          "0: the note_* FIFO above."))),
+      Reg("note_eq", 0xf0, RW(0), "The event queue of the notifications (note_mode.events): they wait while it is full or disabled."),
+      ro("notes_evented", 0xf4, "Notification events written."),
+      ro("notes_merged", 0xf8, "Notifications merged into the event before them (same connection, rx or acked).")
     ) ++ (0 until ToeTcbWords).map(k => Reg(s"cmd_tcb_$k", 0x100 + 4 * k, RW(0), s"Install: the connection's state, bits ${32 * k + 31}:${32 * k}.")) ++
       (0 until ToeTcbWords).map(k => ro(s"rsp_tcb_$k", 0x200 + 4 * k, s"The answer's connection state, bits ${32 * k + 31}:${32 * k}."))
   )
