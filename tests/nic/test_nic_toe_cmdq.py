@@ -14,7 +14,7 @@ as their TX completions (sim/offnic_sim/toe/toe_cmdq.py: ToeQueue).
   4 KiB (BAD_DESC), a block where no memory answers (DMA_ERROR), ids never installed and
   past the connection count (NOT_LIVE), a second install of an installed 4-tuple (EXISTS,
   its id): each a completion with its status, counted per reason, the queue going on (a
-  host frame behind each is sent).
+  host frame behind each is sent); in FCFS mode (dma.arbitration).
 
 In handoff_cmdq the engine's notifications are events (type 2) on an event queue of their
 own, taken by the driver model's interrupt handler; with that event queue disabled for a
@@ -203,6 +203,7 @@ async def bad_input_cmdq(dut):
     r = CmdRig(dut)
     await r.start()
     rng, drv, cq = r.rng, r.drv, r.cq
+    await drv.block("dma").write("arbitration", 1)    # FCFS: command completions alternate with the ports'
     hs = handoff(drv.alloc(RING).addr, drv.alloc(RING).addr, 1000, 2000)
     key = ConnKey(LOCAL_IP, 5555, PEER_IP, 80)
     addr = conn_addr(key, hs)
