@@ -103,7 +103,7 @@ async def dma_read_error(dut):
 
 @cocotb.test(timeout_time=2, timeout_unit="ms")
 async def bad_descriptors(dut):
-    """Reserved opcodes, a cache insert inside a chain, reserved flags, too many segments, empty and oversize packets:
+    """Reserved opcodes (TCP engine commands too: this NIC has no engine), a cache insert inside a chain, reserved flags, too many segments, empty and oversize packets:
     BAD_DESC completions in order, nothing sent, the queue carries on."""
     rng = random.Random(random.getrandbits(64))
     tb = await setup(dut)
@@ -111,6 +111,8 @@ async def bad_descriptors(dut):
     buf = drv.alloc(32768)
     cases = [
         [Desc(buf.addr, 64, opcode=rings.OP_FRAGMENT)],                         # not implemented yet
+        # TCP engine commands on a NIC built without the engine (toe_connections = 0)
+        [Desc.with_arg(buf.addr, 3, rings.OP_TCP_FIRST, 7)], [Desc(0, 0, rings.OP_TCP_FIRST + 7)],
         [Desc(buf.addr, 64, rings.OP_CACHE_INSERT, rings.DESC_MORE), Desc(buf.addr, 64)],  # insert in a chain
         [Desc(buf.addr, 64, flags=0x80)],
         [Desc(buf.addr, 4, flags=rings.DESC_MORE)] * 16 + [Desc(buf.addr, 4)],   # 17 segments

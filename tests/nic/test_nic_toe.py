@@ -14,7 +14,8 @@ memory behind the DMA engine, commands through the interim register window
   throughout, and none of the connection's frames reach the host while it is installed.
 - bad_input: commands for ids never installed (not live), a second install of an
   installed 4-tuple (exists, with its id), installs until the table refuses (no id once
-  every id is used, or full); the NIC-packet queue at a limit of one frame under a
+  every id is used, or full); more reserves than the engine's reserve table holds (the
+  one past it refused, counted, nothing inserted); the NIC-packet queue at a limit of one frame under a
   line-rate burst of the connection's segments mixed with host frames: NIC packets
   dropped and counted (queued + dropped = steered), every host frame delivered; in FCFS
   mode the same burst drops no NIC packet (the lookup waits instead).
@@ -35,7 +36,8 @@ from offnic_sim.net.tcppeer import build_packet
 from offnic_sim.toe import toe_sim
 from offnic_sim.toe.toe_model import ConnKey, Handoff, handoff_tcb
 from offnic_sim.toe.toe_window import (OP_COMPLETE, OP_INSTALL, OP_READ, OP_RESERVE, OP_RESTORE, OP_SEND, OP_STATUS,
-                                       ST_EXISTS, ST_FULL, ST_NOID, ST_NOTLIVE, ST_OK, ST_OVER_LIMIT, ToeWindow,
+                                       ST_EXISTS, ST_FULL, ST_NOID, ST_NOTLIVE, ST_OK, ST_OVER_LIMIT, ST_RESERVES_FULL,
+                                       ToeWindow,
                                        conn_addr)
 from offnic_sim.fw import defs
 from offnic_sim.host.fw_host import FwHost
@@ -47,6 +49,7 @@ PEER_MAC = bytes.fromhex("020000000002")
 LOCAL_IP, PEER_IP = "10.0.0.1", "10.0.0.2"
 ACK, PSH = 0x10, 0x08
 RING = 1 << 14
+RESERVES = 8        # TcpEngine.Reserves: connections reserved at once
 
 
 def params():
@@ -317,6 +320,23 @@ async def bad_input(dut):
     res = await win.command(OP_RESERVE, 0, 0, None, conn_addr(k2, hs))
     assert res["status"] == ST_OK and (await win.t.read("connections")) == 2, res
     assert (await win.command(OP_RESTORE, res["id"]))["status"] == ST_OK
+    assert (await win.t.read("connections")) == 1
+    # The engine's reserve table (RESERVES ids at once): one more reserve is refused before
+    # anything is inserted, and counted; each reserved id restores (cancels) once.
+    base = await win.counters()
+    held_ids = []
+    for k in range(RESERVES):
+        res = await win.command(OP_RESERVE, 0, 0, None, conn_addr(ConnKey(LOCAL_IP, 7100 + k, PEER_IP, 443), hs))
+        assert res["status"] == ST_OK, (k, res)
+        held_ids.append(res["id"])
+    res = await win.command(OP_RESERVE, 0, 0, None, conn_addr(ConnKey(LOCAL_IP, 7100 + RESERVES, PEER_IP, 443), hs))
+    assert res["status"] == ST_RESERVES_FULL, res
+    regs = await win.counters()
+    assert regs["reserves_refused"] - base["reserves_refused"] == 1, regs
+    assert regs["connections"] == 1 + RESERVES and regs["table_inserts"] - base["table_inserts"] == RESERVES, regs
+    for cid in reversed(held_ids):
+        assert (await win.command(OP_RESTORE, cid))["status"] == ST_OK
+        assert (await win.command(OP_COMPLETE, cid, 0, handoff_tcb(hs, params()), conn_addr(k2, hs)))["status"] == ST_NOTLIVE
     assert (await win.t.read("connections")) == 1
     res = await win.command(OP_RESERVE, 0, 0, None, conn_addr(k2, hs))
     assert res["status"] == ST_OK, res

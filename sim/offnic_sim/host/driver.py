@@ -225,6 +225,9 @@ class OffnicDriver:
         self.cqs: dict[str, dict[int, _Consumed]] = {"tx": {}, "rx": {}}
         self.queues: dict[str, dict[int, _Produced]] = {"tx": {}, "rx": {}}
         self.stats: Counter = Counter()
+        # TCP engine notification events (rings.unpack_toe_note tuples), oldest first: the
+        # TCP offload's driver layer (offnic_sim.toe.toe_cmdq) takes them.
+        self.toe_notes: list[tuple[int, int, int, int]] = []
         self.irqs: Counter = Counter()  # interrupts per vector
         self.errors: list[str] = []
         self._tasks = []
@@ -739,6 +742,9 @@ class OffnicDriver:
             eq.cons = rings.idx_add(eq.cons, 1)
             n += 1
             self.stats["events"] += 1
+            if ev.type == rings.EV_TOE_NOTE:
+                self.toe_notes.append(rings.unpack_toe_note(rec))
+                continue
             kind = EV_KIND.get(ev.type)
             cq = self.cqs.get(kind, {}).get(ev.source) if kind else None
             if cq is None:

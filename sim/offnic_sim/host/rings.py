@@ -57,6 +57,14 @@ FLAGS_BYTE = 7         # where the phase bit lives, in completions and events al
 
 # Event types (byte 2)
 EV_TX_CQ, EV_RX_CQ = 0, 1
+EV_TOE_NOTE = 2          # a TCP engine notification (docs/queues.md): id, kind, seq, merged
+_TOE_NOTE = struct.Struct("<HBBxxxxIH2x")   # id, type, kind, (4-7: reserved, phase), seq, merged
+
+
+def unpack_toe_note(b: bytes) -> tuple[int, int, int, int]:
+    """A TCP engine notification event: (connection id, kind, seq, notifications merged)."""
+    cid, _, kind, seq, merged = _TOE_NOTE.unpack(bytes(b[:16]))
+    return cid, kind, seq, merged
 
 # RSS hash types (RssParser)
 RSS_TYPE_BITS = {1: "ipv4", 2: "ipv6", 4: "tcp", 8: "udp"}  # rss_type is a mask of these (RssParser)

@@ -105,6 +105,13 @@ class CplWriter(val p: NicParams) extends Module {
   val stat_completion = IO(Output(Bool()))
   val stat_event = IO(Output(Bool()))
   val stat_interrupt = IO(Output(Bool()))
+  /** TCP engine notifications as events (only with the engine; docs/queues.md): written
+    * into event queue `cfg_note_eq` when no interrupt, completion-queue event or completion
+    * waits (host first); never dropped: a notification waits while its event queue is
+    * full, disabled or not there. */
+  private val withToe = p.toeConnections > 0
+  val s_note = Option.when(withToe)(IO(Flipped(Decoupled(new NoteEvent))))
+  val cfg_note_eq = Option.when(withToe)(IO(Input(UInt(8.W))))
 
   private def sizeOf(logSize: UInt): UInt = Descriptor.ringSize(logSize)
   private def slotOf(idx: UInt, logSize: UInt): UInt = Descriptor.ringSlot(idx, logSize)
@@ -150,6 +157,13 @@ class CplWriter(val p: NicParams) extends Module {
   private val doEvent = go && !irqSend.asUInt.orR && fire.asUInt.orR
   private val doCpl = go && !irqSend.asUInt.orR && !fire.asUInt.orR && s_req.valid
   s_req.ready := go && !irqSend.asUInt.orR && !fire.asUInt.orR
+  private val noteE = cfg_note_eq.map(e => e(log2Ceil(ne).max(1) - 1, 0))
+  private val doNote = s_note.map { n =>
+    val e = noteE.get
+    val ok = cfg_note_eq.get < ne.U && eq(e).enable && (eprod(e) - eq(e).cons) < sizeOf(eq(e).logSize)
+    n.ready := go && !irqSend.asUInt.orR && !fire.asUInt.orR && !s_req.valid && ok
+    n.fire
+  }
 
   private val irqE = PriorityEncoder(irqSend)
   private val fireC = PriorityEncoder(fire)
@@ -182,8 +196,17 @@ class CplWriter(val p: NicParams) extends Module {
     record := Cat(req.extra, req.len(16), req.rssType, req.csum, req.hash, ph, req.flags, req.status, req.len(15, 0), req.index,
       req.queue.pad(16))
     hostAddr := cq(cIdx).base + (slotOf(prod(cIdx), cq(cIdx).logSize) << 4)
+    s_note.foreach { n =>
+      when(!s_req.valid) {
+        val e = noteE.get
+        val ph = phaseOf(eprod(e), eq(e).logSize)
+        record := Cat(0.U(16.W), n.bits.merged, n.bits.seq, ph, 0.U(7.W), 0.U(24.W), n.bits.kind, NoteEvent.Type.U(8.W),
+          n.bits.id)
+        hostAddr := eq(e).base + (slotOf(eprod(e), eq(e).logSize) << 4)
+      }
+    }
   }
-  private val writes = doIrq || (doEvent && eqOk) || doCpl
+  private val writes = doNote.foldLeft(doIrq || (doEvent && eqOk) || doCpl)(_ || _)
   private val slot = slotHead(sb - 1, 0)
   ram_wr.en := writes
   ram_wr.addr := slot >> 1
@@ -201,6 +224,7 @@ class CplWriter(val p: NicParams) extends Module {
   when(doEvent) {
     when(eqOk) { eprod(eIdx) := eprod(eIdx) + 1.U }.otherwise { overflows := overflows + 1.U }
   }
+  doNote.foreach(d => when(d) { eprod(noteE.get) := eprod(noteE.get) + 1.U })
 
   // ---- Per completion queue: reservations, production, moderation.
   for (c <- 0 until nc) {
@@ -247,6 +271,21 @@ class CplWriter(val p: NicParams) extends Module {
   stat_completion := doCpl
   stat_event := doEvent && eqOk
   stat_interrupt := doIrq
+}
+
+/** A TCP engine notification as an event (type [[NoteEvent.Type]]): the connection id
+  * (bytes 0-1), the kind (byte 3: TcpDecide's NoteKind), the sequence number (bytes 8-11:
+  * rx received up to, acked acknowledged up to) and how many notifications it stands for
+  * (bytes 12-13: consecutive rx or acked of one connection merged, the latest kept). */
+class NoteEvent extends Bundle {
+  val merged = UInt(16.W)
+  val seq = UInt(32.W)
+  val kind = UInt(8.W)
+  val id = UInt(16.W)
+}
+
+object NoteEvent {
+  val Type = 2
 }
 
 object CplWriter extends offnic.Elaboratable {

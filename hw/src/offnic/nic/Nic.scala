@@ -350,7 +350,7 @@ class Nic(val c: DeviceRegsParams, val p: NicParams, val portMbps: Seq[Int], val
   for ((place, reg) <- toePlace.zip(toeReg)) {
     val hostB = blocks.find(_.t == RegMap.ToeHost).get
     val engReg = NicToe.attach(p, c.addrBits, place._1, place._2, rx, dmaHost, txcOut.get, portTxIn.get, hostB,
-      dmaB.hw.value("arbitration")(0), portMac.get, toeLc, toeSoft.get)
+      dmaB.hw.value("arbitration")(0), portMac.get, toeLc, toeSoft.get, tx, cpl)
     engReg.req := reg.req
     reg.resp := engReg.resp
   }

@@ -6,7 +6,7 @@ import offnic.axis.{AxisIO, AxisParams}
 import offnic.pcie.{Axi4DmaBridge, DmaArbiter}
 import offnic.regs.{RegBlock, RegBusPort, RegMap, StatCounter}
 import offnic.cpu.LoadControlIn
-import offnic.toe.{EngineNote, EngineOp, EngineRsp, NicQueueParams, TcpOffload, Tcb, TxMerge}
+import offnic.toe.{EngineNote, EngineOp, EngineRsp, NicQueueParams, NoteKind, TcpOffload, Tcb, TxMerge}
 
 /** The TCP engine inside the NIC (issue 17), wired by Nic when `toeConnections` > 0:
   *
@@ -38,7 +38,8 @@ object NicToe {
 
   def attach(p: NicParams, regAddrBits: Int, toeBase: Int, toeNext: Int, rx: RxEngine, dmaHost: DmaArbiter,
              hostTx: Seq[AxisIO], portIn: Seq[AxisIO], hostB: RegBlock, fcfs: Bool, portMac: Seq[UInt],
-             lc: Option[LoadControlIn], softLimit: UInt): RegBusPort = {
+             lc: Option[LoadControlIn], softLimit: UInt, tx: TxEngine,
+             cpl: CplWriter): RegBusPort = {
     val hw = hostB.hw
     val steerOut = rx.m_axis_steer.get
     // The receive path's sideband (tid: port, tuser: mark) crosses the engine as one tuser
@@ -93,8 +94,14 @@ object NicToe {
 
     // ---- Buffers in host memory: the bridge on the DMA arbiter's engine side.
     val bridge = Module(new Axi4DmaBridge(p.dma.copy(ramAddrBits = DmaShare.EngRamBits), 40, 4))
-    bridge.s_axi <> off.m_axi
     DmaArbiter.attachBridge(dmaHost, bridge)
+    // Commands from the TX queues (ToeCmdUnit): their command-block reads share the bridge's
+    // read channels with the engine's transmit builder (id 0; the blocks' id 1).
+    val unit = Module(new ToeCmdUnit(p, p.toeConnections))
+    unit.s_cmd <> tx.m_toe_cmd.get
+    tx.s_toe_cpl.get <> unit.m_cpl
+    tx.cfg_fcfs.get := fcfs
+    ToeCmdUnit.joinReads(bridge.s_axi, off.m_axi, unit.m_axi)
 
     // ---- Transmit: each engine segment to its port, merged with the host's frames.
     val eng = off.m_axis_tx
@@ -140,8 +147,29 @@ object NicToe {
     }
     hw.value("cmd_issued") := StatCounter(goNow && !open)
     hw.value("cmd_busy_refused") := StatCounter(goNow && open)
-    val cmd = off.s_cmd
+    // The engine's command port: the window's command or the TX queues' (window first), one
+    // at a time; the answer goes back to where the command came from.
+    val cmd = Wire(Decoupled(new offnic.toe.EngineCmd(idBits)))
+    val inFlight = RegInit(false.B)
+    val fromUnit = RegInit(false.B)
+    val pickUnit = !cmd.valid && unit.m_cmd.valid
+    off.s_cmd.valid := !inFlight && (cmd.valid || unit.m_cmd.valid)
+    off.s_cmd.bits := Mux(pickUnit, unit.m_cmd.bits, cmd.bits)
+    cmd.ready := !inFlight && off.s_cmd.ready
+    unit.m_cmd.ready := !inFlight && off.s_cmd.ready && pickUnit
+    when(off.s_cmd.fire) {
+      inFlight := true.B
+      fromUnit := pickUnit
+    }
+    when(off.m_rsp.fire) { inFlight := false.B }
     val cnum = off.status.connections
+    unit.cnum := cnum
+    unit.soft_limit := softLimit
+    hw.value("cmdq_commands") := StatCounter(unit.stat.taken)
+    hw.value("cmdq_bad_desc") := StatCounter(unit.stat.badDesc)
+    hw.value("cmdq_block_errors") := StatCounter(unit.stat.blockError)
+    hw.value("cmdq_over_limit") := StatCounter(unit.stat.overLimit)
+    hw.value("cmdq_refused") := StatCounter(unit.stat.refused)
     val opNow = hw.value("cmd_op")(2, 0)
     val overLimit = (opNow === EngineOp.Install.U || opNow === EngineOp.Reserve.U) && cnum >= softLimit
     val refuse = issue && overLimit
@@ -177,11 +205,18 @@ object NicToe {
     dontTouch(unused_cmd)
     hw.value("tcb_bits") := tcbBits.U
 
-    val rsp = off.m_rsp
+    val rsp = Wire(Decoupled(new EngineRsp(idBits)))
+    rsp.valid := off.m_rsp.valid && !fromUnit
+    rsp.bits := off.m_rsp.bits
     rsp.ready := true.B
+    unit.s_rsp.valid := off.m_rsp.valid && fromUnit
+    unit.s_rsp.bits := off.m_rsp.bits
+    off.m_rsp.ready := Mux(fromUnit, unit.s_rsp.ready, rsp.ready)
+    // The rsp_* registers hold the last answer of either transport (the TX queues' state
+    // is read here until answers are written back into the command block).
     val last = Reg(new EngineRsp(idBits))
-    when(rsp.fire) {
-      last := rsp.bits
+    when(off.m_rsp.fire) {
+      last := off.m_rsp.bits
     }.elsewhen(refuse) {
       last := 0.U.asTypeOf(last)
       last.op := opNow
@@ -206,13 +241,37 @@ object NicToe {
     val notes = Module(new Queue(new EngineNote(idBits), NoteDepth))
     notes.io.enq <> off.m_note
     val pop = hw.strobe("note_pop")
-    notes.io.deq.ready := pop.valid && pop.bits(0)
+    // ... or, with note_mode.events, events on event queue note_eq (CplWriter): consecutive
+    // rx or acked notifications of one connection waiting here merge into one event (the
+    // latest sequence number; "many ACKs, one message").
+    val toEvents = hw.value("note_mode")(0)
+    val head = notes.io.deq
+    val pend = RegInit(false.B)
+    val ev = Reg(new NoteEvent)
+    val sameRun = pend && head.valid && head.bits.id.pad(16) === ev.id && head.bits.kind.pad(8) === ev.kind &&
+      (ev.kind === NoteKind.Rx.U || ev.kind === NoteKind.Acked.U) && !ev.merged.andR
+    cpl.s_note.get.valid := pend && !sameRun
+    cpl.s_note.get.bits := ev
+    cpl.cfg_note_eq.get := hw.value("note_eq")(7, 0)
+    val take = toEvents && (!pend || sameRun)
+    head.ready := Mux(toEvents, take, pop.valid && pop.bits(0))
+    when(cpl.s_note.get.fire) { pend := false.B }
+    when(head.valid && take) {
+      pend := true.B
+      ev.id := head.bits.id.pad(16)
+      ev.kind := head.bits.kind.pad(8)
+      ev.seq := head.bits.seq
+      ev.merged := Mux(sameRun, ev.merged + 1.U, 1.U)
+    }
+    hw.value("notes_evented") := StatCounter(cpl.s_note.get.fire)
+    hw.value("notes_merged") := StatCounter(head.valid && take && sameRun)
     hw.value("note_count") := notes.io.count
     hw.value("note_head") := Cat(notes.io.deq.bits.id.pad(16), 0.U(13.W), notes.io.deq.bits.kind)
     hw.value("note_seq") := notes.io.deq.bits.seq
 
     // Fields' spare bits (read back as written, unused).
     val unused_bits = WireDefault(Cat(go.bits(31, 1), pop.bits(31, 1), hw.value("engine_control")(7, 1),
+      hw.value("note_eq")(31, 8),
       hw.value("nicq_max_frames")(31, 16)))
     dontTouch(unused_bits)
     // The engine's status is in its registers; the block's status port is for its bench.

@@ -81,6 +81,26 @@ class TxEngine(val p: NicParams, cacheBytes: Long) extends Module {
   /** what each port's Fragmenter did with a frame */
   val stat_frag = IO(Output(Vec(2, Valid(new FragDone))))
 
+  // ---- TCP engine commands (issue 17; only with the engine: the NIC without it is unchanged).
+  // A descriptor with an opcode 0x20-0x2f and no MORE is a command: it leaves on
+  // `m_toe_cmd` (NicToe's ToeCmdUnit) with its queue, ring index and port, consumed and its
+  // completion reserved like a packet's; its queue is not scheduled again until the
+  // command's completion (`s_toe_cpl`) has gone, so completions stay in ring order. Command
+  // completions go after the ports' (host first) or alternate with them (FCFS).
+  private val withToe = p.toeConnections > 0
+  val m_toe_cmd = Option.when(withToe)(IO(Decoupled(new ToeQueueCmd(p.queueBits))))
+  val s_toe_cpl = Option.when(withToe)(IO(Flipped(Decoupled(new CplReq(p.queueBits)))))
+  val cfg_fcfs = Option.when(withToe)(IO(Input(Bool())))
+  private val cmdPending = Option.when(withToe)(RegInit(0.U(nq.W)))
+  // A command also waits for the completions of its queue's packets before it (they go
+  // through the ports): packets given a slot and not yet completed, per queue; a queue whose
+  // next descriptor is a command is not scheduled while it has any (cmdWait).
+  private val qOut = Option.when(withToe)(RegInit(VecInit(Seq.fill(nq)(0.U((sb + 2).W)))))
+  private val cmdWait = Option.when(withToe)(RegInit(0.U(nq.W)))
+  private val cmdWaitSet = Option.when(withToe)(WireDefault(0.U(nq.W)))
+  private val isCmd = Option.when(withToe)(Reg(Bool()))
+  private val cmdDesc = Option.when(withToe)(Reg(new Descriptor))
+
   // ---- Per-port packet tables and RAM rings
   private val table = Seq.fill(2)(Mem(slots, new TxPacket(qb)))
   private val starts = Seq.fill(2)(Mem(slots, UInt(TxRamAddrBits.W))) // a copy, read for the slot after the head
@@ -141,7 +161,9 @@ class TxEngine(val p: NicParams, cacheBytes: Long) extends Module {
 
   private val portFree = VecInit((0 until 2).map(pt => occupancy(pt) =/= slots.U))
   private val cand = VecInit((0 until nq).map { i =>
-    queues.cfg(i).enable && !queues.error(i) && queues.avail(i) =/= 0.U && queues.cq_room(i) && portFree(cfg_port(i)) && !waiting(i)
+    cmdPending.zip(cmdWait).foldLeft(
+      queues.cfg(i).enable && !queues.error(i) && queues.avail(i) =/= 0.U && queues.cq_room(i) && portFree(cfg_port(i)) && !waiting(i)
+    )((c, b) => c && !b._1(i) && !b._2(i))
   })
   private val rr = RegInit(0.U(qb.W))
   private val order = (0 until nq).map(i => (rr + i.U(qb.W))(qb - 1, 0))
@@ -165,6 +187,13 @@ class TxEngine(val p: NicParams, cacheBytes: Long) extends Module {
 
   m_rd_desc.valid := false.B
   m_cache.valid := false.B
+  m_toe_cmd.foreach { c =>
+    c.valid := false.B
+    c.bits.queue := q
+    c.bits.index := consIdx(q)
+    c.bits.port := port
+    c.bits.desc := cmdDesc.get
+  }
   m_cache.bits.insert := insert
   m_cache.bits.host := segAddr(0)
   m_cache.bits.off := Mux(insert, insertOff, segAddr(issueK(segIx - 1, 0))(31, 0))
@@ -197,6 +226,7 @@ class TxEngine(val p: NicParams, cacheBytes: Long) extends Module {
       bad := false.B
       insert := false.B
       outOfRange := false.B
+      isCmd.foreach(_ := false.B)
       state := S.Walk
       val (w, u) = Descriptor.slot(pick, consLow(pick), p.descCache)
       queues.desc_rd.en := true.B
@@ -218,13 +248,17 @@ class TxEngine(val p: NicParams, cacheBytes: Long) extends Module {
       }
       val sum = total + d.len
       total := sum
+      // A TCP engine command: one descriptor (with MORE it is an unknown opcode: BAD_DESC).
+      val toeOp = Option.when(withToe)(d.opcode(7, 4) === 2.U && j === 0.U && !d.more)
       when(j === 0.U) {
         csum := Cat(d.csumInsert, d.csumStart, d.csum)
         insert := isInsert
         insertOff := d.param
+        isCmd.foreach(_ := toeOp.get)
+        cmdDesc.foreach(_ := d)
       }
       // An insert is a chain of its own; an offset range past the cache's end is refused.
-      val known = d.opcode === Descriptor.OpData.U || isAppend || (isInsert && j === 0.U && !d.more)
+      val known = toeOp.foldLeft(d.opcode === Descriptor.OpData.U || isAppend || (isInsert && j === 0.U && !d.more))(_ || _)
       val thisBad = !known || d.flags(7, 2) =/= 0.U || j >= p.maxSegs.U
       bad := bad || thisBad
       val cacheEnd = Mux(isInsert, d.param.pad(64), d.addr) +& d.len
@@ -255,7 +289,8 @@ class TxEngine(val p: NicParams, cacheBytes: Long) extends Module {
       }
     }
     is(S.Alloc) {
-      val isBad = bad || (!insert && (total === 0.U || total > p.maxTxFrame.U))
+      val command = isCmd.map(_ && !bad)
+      val isBad = bad || command.foldLeft(!insert && (total === 0.U || total > p.maxTxFrame.U))((sz, c) => !c && sz)
       val refuse = isBad || outOfRange // takes a slot, no RAM, reads nothing
       val need = Cat(total(16, 5) + total(4, 0).orR, 0.U(5.W)) // whole 32-byte words
       val rh = Mux(port.asBool, ramHead(1), ramHead(0))
@@ -266,43 +301,62 @@ class TxEngine(val p: NicParams, cacheBytes: Long) extends Module {
       val atZero = linear && need <= rt
       val start = Mux(atHead, rh, 0.U)
       val fits = refuse || insert || atHead || atZero
-      when(!fits) {
-        // A packet of this port freed in this very cycle is the change it would wait for:
-        // waiting then would never end (the port empties, the cache stays full).
-        waiting(q) := !freed(port)
-        waitAvail(q) := queues.avail(q)
-        state := S.Idle
-      }.otherwise {
-        val slot = Mux(port.asBool, head(1), head(0))(sb - 1, 0)
-        allocSlot := slot
-        allocSegs := Mux(refuse, 0.U, PopCount((0 until p.maxSegs).map(k => k.U < nsegs && segLen(k) =/= 0.U)))
-        val rec = Wire(new TxPacket(qb))
-        rec.queue := q
-        rec.index := consIdx(q)
-        rec.len := total(16, 0)
-        rec.start := Mux(refuse || insert, rh, start)(TxRamAddrBits - 1, 0)
-        rec.status := Mux(isBad, CplStatus.BadDesc.U, Mux(outOfRange, CplStatus.CacheRange.U, CplStatus.Ok.U))
-        rec.csum := csum
-        rec.send := !refuse && !insert
-        for (pt <- 0 until 2) {
-          when(port === pt.U) {
-            table(pt).write(slot, rec)
-            starts(pt).write(slot, rec.start)
-            allocated(pt) := true.B
-            head(pt) := head(pt) + 1.U
-            when(rec.send) { ramHead(pt) := (rec.start +& need)(TxRamAddrBits - 1, 0) }
+      m_toe_cmd.foreach(_.valid := command.get && qOut.get(q) === 0.U)
+      def allocPacket(): Unit = {
+        when(!fits) {
+          // A packet of this port freed in this very cycle is the change it would wait for:
+          // waiting then would never end (the port empties, the cache stays full).
+          waiting(q) := !freed(port)
+          waitAvail(q) := queues.avail(q)
+          state := S.Idle
+        }.otherwise {
+          val slot = Mux(port.asBool, head(1), head(0))(sb - 1, 0)
+          allocSlot := slot
+          allocSegs := Mux(refuse, 0.U, PopCount((0 until p.maxSegs).map(k => k.U < nsegs && segLen(k) =/= 0.U)))
+          val rec = Wire(new TxPacket(qb))
+          rec.queue := q
+          rec.index := consIdx(q)
+          rec.len := total(16, 0)
+          rec.start := Mux(refuse || insert, rh, start)(TxRamAddrBits - 1, 0)
+          rec.status := Mux(isBad, CplStatus.BadDesc.U, Mux(outOfRange, CplStatus.CacheRange.U, CplStatus.Ok.U))
+          rec.csum := csum
+          rec.send := !refuse && !insert
+          for (pt <- 0 until 2) {
+            when(port === pt.U) {
+              table(pt).write(slot, rec)
+              starts(pt).write(slot, rec.start)
+              allocated(pt) := true.B
+              head(pt) := head(pt) + 1.U
+              when(rec.send) { ramHead(pt) := (rec.start +& need)(TxRamAddrBits - 1, 0) }
+            }
           }
+          queues.consume.valid := true.B
+          queues.consume.bits.count := j
+          queues.reserve.valid := true.B
+          stat_bad_desc := isBad
+          stat_cache_range := !isBad && outOfRange
+          pktStart := rec.start
+          pktSlot := slot
+          issueK := 0.U
+          issueOff := 0.U
+          state := Mux(refuse, S.Idle, S.Issue)
         }
-        queues.consume.valid := true.B
-        queues.consume.bits.count := j
-        queues.reserve.valid := true.B
-        stat_bad_desc := isBad
-        stat_cache_range := !isBad && outOfRange
-        pktStart := rec.start
-        pktSlot := slot
-        issueK := 0.U
-        issueOff := 0.U
-        state := Mux(refuse, S.Idle, S.Issue)
+      }
+      command match {
+        case Some(c) =>
+          when(c) {
+            // To the command unit once the queue's packets before it have completed (else
+            // the queue waits for them) and the unit takes it (else the queue comes round again).
+            when(qOut.get(q) =/= 0.U) {
+              cmdWaitSet.get := UIntToOH(q, nq)
+            }.elsewhen(m_toe_cmd.get.ready) {
+              queues.consume.valid := true.B
+              queues.consume.bits.count := j
+              queues.reserve.valid := true.B
+            }
+            state := S.Idle
+          }.otherwise { allocPacket() }
+        case None => allocPacket()
       }
     }
     is(S.Issue) {
@@ -347,7 +401,29 @@ class TxEngine(val p: NicParams, cacheBytes: Long) extends Module {
 
   // ---- Per-port streamers
   private val cplArb = Module(new RRArbiter(new CplReq(p.queueBits), 2))
-  m_cpl <> cplArb.io.out
+  s_toe_cpl match {
+    case Some(toe) =>
+      val host = cplArb.io.out
+      val lastToe = RegInit(false.B)
+      val pickToe = toe.valid && (!host.valid || (cfg_fcfs.get && !lastToe))
+      m_cpl.valid := host.valid || toe.valid
+      m_cpl.bits := Mux(pickToe, toe.bits, host.bits)
+      host.ready := m_cpl.ready && !pickToe
+      toe.ready := m_cpl.ready && pickToe
+      when(m_cpl.fire) { lastToe := pickToe }
+      val set = Mux(m_toe_cmd.get.fire, UIntToOH(q, nq), 0.U(nq.W))
+      val clr = Mux(toe.fire, UIntToOH(toe.bits.queue(qb - 1, 0), nq), 0.U(nq.W))
+      cmdPending.get := (cmdPending.get | set) & ~clr
+      val hostDone = host.fire
+      for (i <- 0 until nq) {
+        val inc = allocated.asUInt.orR && q === i.U
+        val dec = hostDone && host.bits.queue === i.U
+        qOut.get(i) := qOut.get(i) + inc.asUInt - dec.asUInt
+      }
+      val drained = VecInit(qOut.get.map(_ === 0.U)).asUInt
+      cmdWait.get := (cmdWait.get | cmdWaitSet.get) & ~drained
+    case None => m_cpl <> cplArb.io.out
+  }
   private val sent = Wire(Vec(2, Valid(UInt(17.W))))
   private val dmaErr = Wire(Vec(2, Bool()))
   for (pt <- 0 until 2) {
@@ -421,6 +497,14 @@ class TxEngine(val p: NicParams, cacheBytes: Long) extends Module {
   }
   stat_packet := sent
   stat_dma_error := dmaErr.asUInt.orR // the two streamers never complete in the same cycle (one arbiter)
+}
+
+/** A TCP engine command taken from a TX queue: where its completion goes, and its descriptor. */
+class ToeQueueCmd(queueBits: Int) extends Bundle {
+  val queue = UInt(queueBits.W)
+  val index = UInt(16.W)
+  val port = UInt(1.W)
+  val desc = new Descriptor
 }
 
 /** A DMA read status routed to a port: the packet slot it was for (tag bits 4:0), and its

@@ -383,11 +383,12 @@ object RegMap {
     "seg_data_not_stored" -> "Segments with payload whose bytes the decision did not store (outside the window, duplicate, PAWS, no 5th out-of-order range).",
     "timer_events" -> "Timer expiries the engine took.",
     "commands" -> "Host commands taken.",
-    "commands_refused" -> "Host commands answered with a status other than OK (exists, full, no id, not live).",
+    "commands_refused" -> "Host commands answered with a status other than OK (exists, full, no id, not live, reserve table full).",
     "tx_segments" -> "Segments handed to the transmit builder.",
     "notes_rst" -> "Connections reset by the peer (rst notifications).",
     "notes_timeout" -> "Connections that gave up retransmitting (timeout notifications).",
     "notes_closed" -> "Connections that left the engine closed (closed notifications).",
+    "reserves_refused" -> "Reserves refused (status 6) because the engine's reserve table (8 ids) was full: nothing inserted.",
     "store_errors" -> "Receive-ring stores that failed (memory write error or a frame shorter than its command).",
     "tx_drops" -> "Segments the transmit builder dropped (longer than its buffer): nothing sent.",
     "tx_read_errors" -> "Segments whose send-ring read failed: sent with a bad TCP checksum (the peer drops it, TCP resends)."
@@ -446,6 +447,9 @@ object RegMap {
       ro("soft_limit", 0x70, "Soft_limit in force: the control processor's (seed 004 load control), else the connection count. " +
         "An install or reserve while connections >= soft_limit is refused with status 5 (over the limit)."),
       ro("installs_over_limit", 0x74, "Installs and reserves refused for Soft_limit (status 5)."),
+      ro("cmdq_commands", 0x78, "Commands taken from the TX queues (opcodes 0x20-0x2f; docs/queues.md)."),
+      ro("cmdq_bad_desc", 0x7c, "TX-queue commands completed BAD_DESC: opcode past 0x27, or a command block not 32-byte aligned, " +
+        "crossing 4 KiB or past 2^40."),
       Reg("cmd_op", 0x80, RW(0), "Command window (interim, docs/toe.md): the operation.",
         Seq(Field("op", 0, 3, "0 install, 1 restore, 2 send, 3 read, 4 close, 5 status, 6 reserve, 7 complete (TcpEngine's EngineOp; 6 and 7: the two-phase install)."))),
       Reg("cmd_id", 0x84, RW(0), "Connection id (all but install)."),
@@ -465,7 +469,7 @@ object RegMap {
       ro("cmd_busy_refused", 0xb4, "cmd_go writes ignored because a command was open."),
       Reg("rsp_status", 0xb8, RO, "The last answer.",
         Seq(Field("op", 0, 3, "Its command's op."), Field("status", 8, 3,
-          "0 ok, 1 exists, 2 table full, 3 no id, 4 not live (TcpEngine's EngineStatus), 5 over Soft_limit (the NIC's)."))),
+          "0 ok, 1 exists, 2 table full, 3 no id, 4 not live (TcpEngine's EngineStatus), 5 over Soft_limit (the NIC's), 6 reserve table full."))),
       ro("rsp_id", 0xbc, "The answer's connection id (install: the id the table gave)."),
       ro("rsp_ts_val", 0xc0, "Our TSval at the answer."),
       ro("rsp_now_us_lo", 0xc4, "The engine's clock at the answer (us), bits 31:0."),
@@ -475,7 +479,16 @@ object RegMap {
         Seq(Field("kind", 0, 3, "0 rx, 1 acked, 2 fin, 3 rst, 4 timeout, 5 closed (TcpDecide's NoteKind)."),
           Field("id", 16, 16, "Its connection id."))),
       ro("note_seq", 0xd8, "The oldest notification's sequence number (rx: received up to; acked: acknowledged up to)."),
-      Reg("note_pop", 0xdc, WStrobe, "Write 1: drop the oldest notification.")
+      Reg("note_pop", 0xdc, WStrobe, "Write 1: drop the oldest notification."),
+      ro("cmdq_block_errors", 0xe0, "TX-queue commands completed DMA_ERROR: their command block's read failed."),
+      ro("cmdq_over_limit", 0xe4, "TX-queue installs and reserves refused for Soft_limit (status 0x25)."),
+      ro("cmdq_refused", 0xe8, "TX-queue commands the engine answered with a status other than OK (0x20 + its status)."),
+      Reg("note_mode", 0xec, RW(0), "Where the engine's notifications go.",
+        Seq(Field("events", 0, 1, "1: as events (type 2) on event queue note_eq, consecutive rx/acked of one connection merged; " +
+          "0: the note_* FIFO above."))),
+      Reg("note_eq", 0xf0, RW(0), "The event queue of the notifications (note_mode.events): they wait while it is full or disabled."),
+      ro("notes_evented", 0xf4, "Notification events written."),
+      ro("notes_merged", 0xf8, "Notifications merged into the event before them (same connection, rx or acked).")
     ) ++ (0 until ToeTcbWords).map(k => Reg(s"cmd_tcb_$k", 0x100 + 4 * k, RW(0), s"Install: the connection's state, bits ${32 * k + 31}:${32 * k}.")) ++
       (0 until ToeTcbWords).map(k => ro(s"rsp_tcb_$k", 0x200 + 4 * k, s"The answer's connection state, bits ${32 * k + 31}:${32 * k}."))
   )

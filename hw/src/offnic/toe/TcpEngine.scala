@@ -39,9 +39,10 @@ object EngineStat extends Enumeration {
     * window, duplicate, PAWS, no room for a 5th out-of-order range, a state that takes no
     * data); timer expiries taken; host commands taken and those refused (status not Ok);
     * segments handed to the transmit builder; notifications of a reset by the peer, of
-    * giving up retransmitting, and of connections closed. */
+    * giving up retransmitting, and of connections closed; reserves refused because
+    * `reserves` connections were reserved already. */
   val Segments, StaleDrops, DataNotStored, Timers, Commands, CommandsRefused, TxSegments, NotesRst, NotesTimeout,
-    NotesClosed = Value
+    NotesClosed, ReservesRefused = Value
 }
 
 /** Command outcomes (EngineRsp.status): the table's, then NotLive. */
@@ -51,6 +52,8 @@ object EngineStatus {
   val Full = 2    // install: the table found no place
   val NoId = 3    // install: every id is in use
   val NotLive = 4 // the id holds no connection (never installed, closed, restored)
+  // 5 is the NIC's (NicToe.OverLimit: Soft_limit), never the engine's.
+  val ReservesFull = 6 // reserve: `reserves` connections are reserved already (nothing inserted)
 }
 
 class EngineCmd(val idBits: Int) extends Bundle {
@@ -109,8 +112,9 @@ class EngineRsp(val idBits: Int) extends Bundle {
   */
 class TcpEngine(val connections: Int = 4096, val buckets: Int = 1024, val slots: Int = 1024,
                 val fifoBeats: Int = 512, val tickShift: Int = 6, val rxP: AxisParams = AxisParams(32),
-                val nicQueue: Option[NicQueueParams] = None) extends Module {
+                val nicQueue: Option[NicQueueParams] = None, val reserves: Int = TcpEngine.Reserves) extends Module {
   val idBits: Int = log2Ceil(connections)
+  require(reserves >= 1, "at least one reserve at a time")
   private val p = AxisParams(32)
   require(nicQueue.isDefined || rxP == p, "a receive stream with sideband needs the NIC-packet queue")
   val s_axis = IO(Flipped(new AxisIO(rxP)))
@@ -256,8 +260,18 @@ class TcpEngine(val connections: Int = 4096, val buckets: Int = 1024, val slots:
 
   // ---- Event sources.
   // Segments of a reserved connection (two-phase install) wait at the head until Complete.
-  private val held = RegInit(VecInit(Seq.fill(connections)(false.B)))
-  private val segHeld = held(segIn.bits.id)
+  // The reserved ids are a small table (`reserves` entries, not a flag per connection: at
+  // 4,096 connections those flags cost 4,096 FF and a 4,096-way read mux); a reserve past
+  // it is refused (ReservesFull) before anything is inserted.
+  private val resOn = RegInit(VecInit(Seq.fill(reserves)(false.B)))
+  private val resId = Reg(Vec(reserves, UInt(idBits.W)))
+  private def reservedHit(at: UInt): Vec[Bool] = VecInit((0 until reserves).map(k => resOn(k) && resId(k) === at))
+  private def isReserved(at: UInt): Bool = reservedHit(at).asUInt.orR
+  private def unreserve(at: UInt): Unit =
+    for ((h, k) <- reservedHit(at).zipWithIndex) when(h) { resOn(k) := false.B }
+  private val resFree = !resOn.asUInt.andR
+  private val resSlot = PriorityEncoder(resOn.map(!_))
+  private val segHeld = isReserved(segIn.bits.id)
   private val segOk = segIn.valid && !segHeld
   private val timerOk = wheel.expired.valid
   private val cmdOk = s_cmd.valid
@@ -309,7 +323,8 @@ class TcpEngine(val connections: Int = 4096, val buckets: Int = 1024, val slots:
   decide.s_in.bits.seg.dataLen := seg.info.dataLen
   decide.s_in.bits.arg := arg
 
-  steer.cmd.valid := st === E.CmdStart || st === E.Delete
+  private val reserveRefused = cmd.op === EngineOp.Reserve.U && !resFree
+  steer.cmd.valid := (st === E.CmdStart && !reserveRefused) || st === E.Delete
   steer.cmd.bits.delete := st === E.Delete
   steer.cmd.bits.key := Mux(st === E.Delete, keyOf(addr), keyOf(cmd.addr))
   steer.rsp.ready := st === E.InsertWait || st === E.DeleteWait
@@ -422,8 +437,8 @@ class TcpEngine(val connections: Int = 4096, val buckets: Int = 1024, val slots:
       }
       // Two-phase install: Complete takes a reserved id; Restore of one cancels it.
       when(cmd.op === EngineOp.Complete.U) {
-        when(held(id)) {
-          held(id) := false.B
+        when(isReserved(id)) {
+          unreserve(id)
           rsp.status := EngineStatus.Ok.U
           tcb := cmd.tcb
           addr := cmd.addr
@@ -434,8 +449,8 @@ class TcpEngine(val connections: Int = 4096, val buckets: Int = 1024, val slots:
           rsp.status := EngineStatus.NotLive.U
           st := E.Respond
         }
-      }.elsewhen(cmd.op === EngineOp.Restore.U && held(id) && !live(tcbRd)) {
-        held(id) := false.B
+      }.elsewhen(cmd.op === EngineOp.Restore.U && isReserved(id) && !live(tcbRd)) {
+        unreserve(id)
         rsp.status := EngineStatus.Ok.U
         st := E.Delete
       }
@@ -444,14 +459,19 @@ class TcpEngine(val connections: Int = 4096, val buckets: Int = 1024, val slots:
     is(E.CmdStart) {
       rsp := 0.U.asTypeOf(new EngineRsp(idBits))
       rsp.op := cmd.op
-      when(steer.cmd.fire) { st := E.InsertWait }
+      when(reserveRefused) {
+        rsp.status := EngineStatus.ReservesFull.U
+        count(EngineStat.ReservesRefused)
+        st := E.Respond
+      }.elsewhen(steer.cmd.fire) { st := E.InsertWait }
     }
     is(E.InsertWait) {
       when(steer.rsp.fire) {
         rsp.status := steer.rsp.bits.status
         rsp.id := steer.rsp.bits.id
         when(steer.rsp.bits.status === ConnStatus.Ok.U && cmd.op === EngineOp.Reserve.U) {
-          held(steer.rsp.bits.id) := true.B
+          resOn(resSlot) := true.B // free: checked before the insert, and only commands reserve
+          resId(resSlot) := steer.rsp.bits.id
           addrWrite(steer.rsp.bits.id)
           st := E.Respond
         }.elsewhen(steer.rsp.bits.status === ConnStatus.Ok.U) {
@@ -541,6 +561,11 @@ class NicQueueStatus(val qlenBits: Int) extends Bundle {
 }
 
 object TcpEngine extends Elaboratable {
+  /** Connections reserved (two-phase install, phase 1) at once by default: a driver
+    * reserves, reads its socket and completes within microseconds, so a handful covers
+    * handoffs in flight; past it a reserve is refused and counted. */
+  val Reserves = 8
+
   /** `connections` (4096), `buckets` (1024), `slots` (1024), `fifo_beats` (512). */
   def generate(p: Params): RawModule = new TcpEngine(p.int("connections", 4096), p.int("buckets", 1024),
     p.int("slots", 1024), p.int("fifo_beats", 512))
