@@ -2,25 +2,35 @@ package offnic.toe
 
 import chisel3._
 import chisel3.util._
+import offnic.{Elaboratable, Params}
 import offnic.axis.{AxisIO, AxisParams}
 
 /** The NIC-packet queue as the engine takes it inside the NIC (issue 17): each frame
-  * [[TcpSteer]] sends to the engine, with its [[SteerSeg]], waits in one [[NicPacketQueue]],
-  * so a frame and its description are queued, dropped and counted together.
+  * [[TcpSteer]] sends to the engine waits in one [[NicPacketQueue]], and its [[SteerSeg]]
+  * waits beside it, so a frame and its description are queued, dropped and counted together.
   *
-  * The SteerSeg travels in the queue as prefix beats in front of its frame (as many 32-byte
-  * beats as it needs); the output side takes them off again into `m_seg` and passes the
-  * frame on `m_axis`. The input's `tid`/`tuser` (the receive path's port and mark) are not
-  * kept: the engine needs neither.
+  * The SteerSegs are kept in a small memory of their own, one entry per frame the queue can
+  * hold plus the frame coming in, so a frame costs only its own beats on the way in (as
+  * prefix beats in the frame queue, two per SteerSeg, 64-byte segments from both ports took
+  * more cycles than the core clock has and the lookup, and the host frames behind it,
+  * waited). An entry is written when the frame's SteerSeg is taken (with any of the frame's
+  * beats, or at the latest one cycle after its last), kept only if [[NicPacketQueue]]
+  * accepted the whole frame, and read into `m_seg` when the frame reaches the output (a
+  * SteerSeg never runs more than one frame ahead of its frame, as before). The input's
+  * `tid`/`tuser` (the receive path's port and mark) are not kept: the engine needs neither.
   *
-  * Host-first (`cfg_fcfs` = 0): the queue never back-pressures, a frame that finds it full is
-  * dropped whole (NicPacketQueue), so the lookup and the host frames behind it never wait for
-  * the engine. FCFS (1): one shared queue in arrival order, as seed 004's baseline: a frame
-  * for the engine that finds Qlen at its limit waits at its start, and the host frames
-  * behind it in the lookup wait with it (a frame can still be dropped if the beats run out).
+  * Host-first (`cfg_fcfs` = 0): the input never waits. A frame that finds the queue at its
+  * limit or out of beats is dropped whole (NicPacketQueue), its SteerSeg with it, so the
+  * lookup and the host frames behind it never wait for the engine. (It would wait only if a
+  * sender handed over a SteerSeg more than one frame late, which TcpSteer never does: it
+  * offers it with the frame's first beat.) FCFS (1): one shared queue in arrival order, as
+  * seed 004's baseline: a frame for the engine that finds Qlen at its limit waits at its
+  * start, and the host frames behind it in the lookup wait with it (a frame can still be
+  * dropped if the beats run out).
   */
 class NicSegQueue(val idBits: Int, val inP: AxisParams, val depth: Int, val maxFrames: Int) extends Module {
   private val p = AxisParams(32)
+  require(inP.dataBits == p.dataBits, "the frame queue holds 32-byte beats")
   val s_axis = IO(Flipped(new AxisIO(inP)))
   val s_seg = IO(Flipped(Decoupled(new SteerSeg(idBits))))
   val m_axis = IO(new AxisIO(p))
@@ -34,53 +44,86 @@ class NicSegQueue(val idBits: Int, val inP: AxisParams, val depth: Int, val maxF
   val stat_frame = IO(Output(Bool()))
   val stat_drop = IO(Output(Bool()))
 
-  private val segBits = s_seg.bits.getWidth
-  private val nPre = (segBits + p.dataBits - 1) / p.dataBits
-  private val idxBits = log2Ceil(nPre + 1)
   q.cfg_max_frames := cfg_max_frames
   status_qlen := q.status_qlen
   stat_frame := q.stat_frame
   stat_drop := q.stat_drop
 
-  // ---- In: nPre prefix beats (the SteerSeg, low word first), then the frame.
-  private val inIdx = RegInit(0.U(idxBits.W))
-  private val inPre = inIdx =/= nPre.U
-  private val segWords = VecInit.tabulate(nPre)(k => s_seg.bits.asUInt.pad(nPre * p.dataBits)(p.dataBits * k + p.dataBits - 1, p.dataBits * k))
+  // The SteerSegs' memory: committed entries are [rdPtr, wrPtr); the one being written is at
+  // wrPtr. At most maxFrames committed (Qlen's bound, a frame counts until its last beat
+  // leaves and its entry is read before its first) plus one coming in.
+  private val entries = 1 << log2Ceil(maxFrames + 1)
+  private val ptrBits = log2Ceil(entries) + 1
+  // (named ram_* : the lint waiver for firtool's combinational-read wrapper; the read goes
+  // straight into segQ's register)
+  private val segMem = Mem(entries, new SteerSeg(idBits)).suggestName("ram_segs")
+  private val wrPtr = RegInit(0.U(ptrBits.W))
+  private val rdPtr = RegInit(0.U(ptrBits.W))
+  private def slot(ptr: UInt): UInt = ptr(ptrBits - 2, 0)
+
+  // ---- In: the frame's beats straight into the frame queue; its SteerSeg into segMem.
+  private val inMid = RegInit(false.B)  // the frame coming in has started
+  private val segGot = RegInit(false.B) // its SteerSeg is written at wrPtr
+  private val late = RegInit(false.B)   // the previous frame ended before its SteerSeg came
+  private val lateKeep = Reg(Bool())    // ... and the frame queue kept it
   private val limit = Mux(cfg_max_frames === 0.U || cfg_max_frames > maxFrames.U, maxFrames.U, cfg_max_frames)
-  private val hold = cfg_fcfs && inIdx === 0.U && q.status_qlen >= limit
-  q.s_axis.tvalid := Mux(inPre, s_seg.valid && !hold, s_axis.tvalid)
-  q.s_axis.tdata := Mux(inPre, segWords(if (nPre == 1) 0.U else inIdx(log2Ceil(nPre) - 1, 0)), s_axis.tdata)
-  q.s_axis.tkeep := Mux(inPre, Fill(p.dataBytes, 1.U(1.W)), s_axis.tkeep)
-  q.s_axis.tlast := Mux(inPre, false.B, s_axis.tlast)
-  s_seg.ready := inPre && inIdx === (nPre - 1).U && q.s_axis.tready && !hold
-  s_axis.tready := !inPre && q.s_axis.tready
+  private val hold = cfg_fcfs && !inMid && q.status_qlen >= limit
+  // A second frame ending without its SteerSeg while one is still late: wait for it (a
+  // protocol slip of the sender, never TcpSteer's).
+  private val waitLate = late && s_axis.tlast && !s_seg.valid
+  s_axis.tready := !hold && !waitLate
+  q.s_axis.tvalid := s_axis.tvalid && !hold && !waitLate
+  q.s_axis.tdata := s_axis.tdata
+  q.s_axis.tkeep := s_axis.tkeep
+  q.s_axis.tlast := s_axis.tlast
   private val unused_in = WireDefault(Cat(s_axis.tid.getOrElse(0.U(1.W)), s_axis.tuser.getOrElse(0.U(1.W))))
   dontTouch(unused_in)
-  when(q.s_axis.fire) {
-    when(inPre) { inIdx := inIdx + 1.U }.elsewhen(s_axis.tlast) { inIdx := 0.U }
+
+  s_seg.ready := late || !segGot
+  when(s_seg.fire) { segMem.write(slot(wrPtr), s_seg.bits) }
+  private val segForFrame = s_seg.fire && !late // this SteerSeg is the incoming frame's
+  private val lastIn = s_axis.fire && s_axis.tlast
+  private val haveSeg = segGot || segForFrame
+  when(s_axis.fire) { inMid := !s_axis.tlast }
+  // wrPtr moves at most once a cycle: a late SteerSeg arrives only while the next frame's
+  // own cannot (it is behind it), so that frame ends without its SteerSeg.
+  when(late && s_seg.fire) {
+    when(lateKeep) { wrPtr := wrPtr + 1.U }
+  }.elsewhen(lastIn && haveSeg && q.stat_frame) {
+    wrPtr := wrPtr + 1.U
+  }
+  when(lastIn) {
+    segGot := false.B
+    when(!haveSeg) {
+      late := true.B
+      lateKeep := q.stat_frame
+    }.elsewhen(late && s_seg.fire) { late := false.B }
+  }.otherwise {
+    when(segForFrame) { segGot := true.B }
+    when(late && s_seg.fire) { late := false.B }
   }
 
-  // ---- Out: the prefix beats back into a SteerSeg, then the frame.
-  private val outIdx = RegInit(0.U(idxBits.W))
-  private val outPre = outIdx =/= nPre.U
-  private val acc = Reg(Vec(math.max(nPre - 1, 1), UInt(p.dataBits.W)))
+  // ---- Out: a frame's SteerSeg to `m_seg` as the frame reaches the output, then its beats.
   private val segQ = Module(new Queue(new SteerSeg(idBits), 2))
   m_seg <> segQ.io.deq
-  private val lastPre = outIdx === (nPre - 1).U
-  private val word = if (nPre == 1) q.m_axis.tdata else Cat(q.m_axis.tdata, Cat(acc.take(nPre - 1).reverse))
-  segQ.io.enq.valid := q.m_axis.tvalid && outPre && lastPre
-  segQ.io.enq.bits := word(segBits - 1, 0).asTypeOf(new SteerSeg(idBits))
-  q.m_axis.tready := Mux(outPre, !lastPre || segQ.io.enq.ready, m_axis.tready)
-  m_axis.tvalid := q.m_axis.tvalid && !outPre
+  private val segOut = RegInit(false.B) // the head frame's SteerSeg has gone to segQ
+  private val segThere = rdPtr =/= wrPtr
+  segQ.io.enq.valid := q.m_axis.tvalid && !segOut && segThere
+  segQ.io.enq.bits := segMem.read(slot(rdPtr))
+  private val pass = segOut || (segThere && segQ.io.enq.ready)
+  m_axis.tvalid := q.m_axis.tvalid && pass
   m_axis.setBeat(q.m_axis.beat)
-  when(q.m_axis.fire) {
-    when(outPre) {
-      acc(if (nPre <= 2) 0.U else outIdx(log2Ceil(nPre - 1) - 1, 0)) := q.m_axis.tdata
-      outIdx := outIdx + 1.U
-    }.elsewhen(q.m_axis.tlast) { outIdx := 0.U }
-  }
-  // (the prefix beats' keep and last are known)
-  private val unused_pre = WireDefault(word(nPre * p.dataBits - 1, segBits - 1))
-  dontTouch(unused_pre)
-  status_busy := q.status_qlen =/= 0.U || inIdx =/= 0.U || outIdx =/= 0.U || q.m_axis.tvalid || segQ.io.deq.valid
+  q.m_axis.tready := m_axis.tready && pass
+  when(segQ.io.enq.fire) { rdPtr := rdPtr + 1.U }
+  when(q.m_axis.fire && q.m_axis.tlast) { segOut := false.B }.elsewhen(segQ.io.enq.fire) { segOut := true.B }
+
+  status_busy := q.status_qlen =/= 0.U || inMid || segGot || late || segThere || q.m_axis.tvalid ||
+    segQ.io.deq.valid
+}
+
+object NicSegQueue extends Elaboratable {
+  /** `id_bits` (12), AxisParams' keys (32-byte beats), `depth` (beats, 512) and
+    * `max_frames` (64), as in the NIC. */
+  def generate(p: Params): RawModule =
+    new NicSegQueue(p.int("id_bits", 12), AxisParams.from(p, bytes = 32), p.int("depth", 512), p.int("max_frames", 64))
 }
