@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 
 from offnic_sim.harness import hw
 from offnic_sim.harness.runner import run_cocotb
@@ -62,11 +61,11 @@ def test_nic_toe_host_first_64_both_ports(tmp_path):
     assert r["nic_packet_drops"] > 0, "the engine was not saturated: the case tests nothing"
 
 
-@pytest.mark.xfail(strict=True, reason="the FCFS command deadlock (docs/toe.md, 'The engine in the NIC: figures'): "
-                   "a restore while an FCFS backlog holds the lookup is never answered; remove this mark with the fix")
 def test_nic_toe_fcfs_restore_under_backlog(tmp_path):
     """FCFS, 64-byte segments filling both ports, then restores at once (the port FIFOs
-    still full, Qlen at its limit): every restore must be answered."""
+    still full, Qlen at its limit): every restore must be answered. (It was not, before
+    TcpSteer stopped deciding frames for a full FCFS queue: docs/toe.md, "the FCFS
+    deadlock".)"""
     out = tmp_path / "nic.json"
     cfg = {"out": str(out), "seed": 7, "cases": ["table1"], "warm_us": 5.0, "window_us": 20.0,
            "loads": ["saturated"], "modes": [False], "restore_without_drain": True, "command_timeout_us": 300}
