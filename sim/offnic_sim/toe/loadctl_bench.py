@@ -88,9 +88,13 @@ class LoadBench(Bench):
         """A frame of a connection that has ended (a resent RST whose first copy the engine
         had taken): it reaches the host, as after any close; counted, not a host frame."""
         t = tcp_fields(bytes(pkt.data)) if pkt.ok else None
-        if t is not None and (t[3], t[2]) in self.ended_keys:
+        key = (t[3], t[2]) if t is not None else None
+        c = self.conns.get(key)
+        if key in self.ended_keys or (c is not None and getattr(c, "t_rst", None) is not None):
             self.stats["late_frames_to_host"] += 1
             return True
+        cocotb.log.warning("RX queue %d: a frame that is no host probe frame: ok %s, tcp %s, connection %s", p, pkt.ok,
+                           t and t[:7], c and (c.k, getattr(c, "id", None), c.acked, len(c.stream), c.next))
         return False
 
     def rst_frame(self, c: Conn) -> bytes:
@@ -332,6 +336,8 @@ async def run(b: LoadBench, cfg: dict) -> dict:
     for w in windows:
         d = [x for te, x in lat if w["t0_ns"] <= te < w["t1_ns"]]
         w["host_rx_median_ns"], w["host_rx_p99_ns"], w["host_rx_frames"] = pct(d, 0.5), pct(d, 0.99), len(d)
+        w["stored_bytes"] = sum(n for tt, n in b.ack_bytes if w["t0_ns"] <= tt < w["t1_ns"])
+        w["window_us"] = round((w["t1_ns"] - w["t0_ns"]) / 1000, 2)
     phase_out = []
     for name, a, z, pop in edges:
         d = [x for te, x in lat if a <= te < z]

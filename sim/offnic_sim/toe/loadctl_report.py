@@ -107,8 +107,21 @@ def plot(doc: dict, png: Path) -> None:
 
 
 def summary(r: dict) -> dict:
-    """The overload phase's figures of one run."""
+    """The overload phase's figures of one run, whole and its second half (where load
+    control has settled: its first half is the descent, one connection per close)."""
     hi = next(p for p in r["phases"] if p["name"] == "high")
+    a = sum(p["us"] for p in r["phases"][:r["phases"].index(hi)])
+    mid, z = a + hi["us"] / 2, a + hi["us"]
+    late = [w for w in r["windows"] if mid + 20 <= w["t_us"] <= z]
+    med = sorted(w["host_rx_median_ns"] for w in late if w["host_rx_median_ns"] is not None)
+    steady = {"from_us": mid, "to_us": z, "windows": len(late), "nic_drops": sum(w["nic_drops"] for w in late),
+              "qlen_mean": round(sum(w["qlen_mean"] for w in late) / len(late), 2) if late else None,
+              "qlen_max": max((w["qlen_max"] for w in late), default=None),
+              "cnum_mean": round(sum(w["cnum"] for w in late) / len(late), 1) if late else None,
+              "soft_limit_mean": round(sum(w["soft_limit"] for w in late) / len(late), 1) if late else None,
+              "host_rx_window_median_ns_median": med[len(med) // 2] if med else None,
+              "offload_goodput_gbps": round(sum(w["stored_bytes"] for w in late) * 8
+                                            / (1000 * sum(w["window_us"] for w in late)), 3) if late else None}
     return {"load_control": r["load_control"], "qlen_peak": r["qlen_max"], "qlen_mean_overload": hi["qlen_mean"],
             "nic_drops_overload": hi["nic_drops"], "nic_drops_total": sum(p["nic_drops"] for p in r["phases"]),
             "host_rx_median_ns_overload": hi["host_rx_median_ns"], "host_rx_p99_ns_overload": hi["host_rx_p99_ns"],
@@ -116,7 +129,7 @@ def summary(r: dict) -> dict:
             "offload_goodput_gbps_overload": hi["offload_goodput_gbps"], "go_back": r["stats"]["go_back"],
             "host_rx_lost": r["host_rx"]["lost"], "bytes_checked": r["stats"]["bytes_checked"],
             "connections_ended_on_nic": r["stats"]["ended_on_nic"], "installs": r["stats"]["installs"],
-            "refused_over_limit": r["stats"]["refused_over_limit"]}
+            "refused_over_limit": r["stats"]["refused_over_limit"], "overload_second_half": steady}
 
 
 def table(doc: dict) -> str:
@@ -124,14 +137,16 @@ def table(doc: dict) -> str:
         return "-" if v is None else f"{v / 1000:.2f}"
     lines = ["| load control | peak Qlen | mean Qlen (overload) | NIC drops (overload / run) | host RX median / p99 us "
              "(overload) | min Soft_limit | mean Cnum (overload) | offload goodput Gb/s (overload, stored) | "
-             "go-back-N | installs (refused at Soft_limit) |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "go-back-N | installs (refused at Soft_limit) | second half of overload: NIC drops, mean Qlen, mean Cnum, goodput Gb/s |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for s in doc["summary"]:
         lines.append(f"| {'on' if s['load_control'] else 'off'} | {s['qlen_peak']} | {s['qlen_mean_overload']} | "
                      f"{s['nic_drops_overload']} / {s['nic_drops_total']} | {us(s['host_rx_median_ns_overload'])} / "
                      f"{us(s['host_rx_p99_ns_overload'])} | {s['soft_limit_min']} | {s['cnum_mean_overload']} | "
                      f"{s['offload_goodput_gbps_overload']} | {s['go_back']} | {s['installs']} "
-                     f"({s['refused_over_limit']}) |")
+                     f"({s['refused_over_limit']}) | {s['overload_second_half']['nic_drops']}, "
+                     f"{s['overload_second_half']['qlen_mean']}, {s['overload_second_half']['cnum_mean']}, "
+                     f"{s['overload_second_half']['offload_goodput_gbps']} |")
     return "\n".join(lines)
 
 
