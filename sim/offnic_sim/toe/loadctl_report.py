@@ -46,8 +46,8 @@ LEAVES_OUT = [
     "the driver hears of Soft_limit changes by polling the firmware's event register every 10 us (firmware "
     "events do not raise event-queue interrupts yet); the engine's notifications arrive as events",
     "commands through the interim register window, one at a time; host memory ideal behind a fixed 1 us read "
-    "latency (the fast harness's C++ host); host-first packet processing in both runs (FCFS with commands "
-    "under a backlog deadlocks the NIC today: docs/toe.md)",
+    "latency (the fast harness's C++ host); host-first packet processing in both runs, as the seed's "
+    "Figure 6",
     "64 connections (nic-toe's Hard_limit) and a 64-frame NIC-packet queue, against the seed's 4096 and 1024+; "
     "the firmware's default watermarks (Hiwat 48, Lowat 16) and steps (1 connection), not tuned",
 ]

@@ -405,8 +405,8 @@ async def table1_phase(b: Bench, load: str, host_first: bool, warm_us: float, wi
     b.stop = True
     # Let every host frame finish (or be lost: nothing more arrives for 10 us) and the
     # engine empty its queue before counting and restoring. (A restore while an FCFS
-    # backlog holds the lookup deadlocks the NIC: docs/toe.md, "The engine in the NIC:
-    # figures".)
+    # backlog held the lookup deadlocked the NIC until TcpSteer's fix: docs/toe.md, "The
+    # engine in the NIC: figures"; `restore_without_drain` is its regression case.)
     last, q = -1, -1
     for _ in range(0 if b.cfg.get("restore_without_drain") else 100):
         await Timer(5, "us")
