@@ -94,8 +94,12 @@ async def carry(dut, scenario) -> None:
 def mid_transfer_scenario(rig):
     from test_toe_model_linux import run_handoff_cycle
     c = run_handoff_cycle("mid", rig.n(4 << 20), rig=rig)
-    # every frame from B was good and, once installed, the engine's: none dropped as bad
-    assert c["hw_seg_events"] > 0 and c["hw_steer_bad_dropped"] == 0 and c["hw_seg_stale_drops"] == 0, dict(c)
+    # every frame from B was good and, once installed, the engine's: none dropped as bad. With
+    # the wire held at the restore no segment is stale; without (the whole NIC's handoff), those
+    # queued for the engine when it restores are dropped (B resends them to the host)
+    stale = 0 if rig.holds_wire else c["hw_nicq_capacity"] + 2
+    assert c["hw_seg_events"] > 0 and c["hw_steer_bad_dropped"] == 0 and c["hw_seg_stale_drops"] <= stale, \
+        {k: c[k] for k in ("hw_seg_events", "hw_steer_bad_dropped", "hw_seg_stale_drops")}
     return c
 
 

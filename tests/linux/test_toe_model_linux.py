@@ -501,6 +501,7 @@ class Rig:
     make_nic: object = Nic          # (wire, **Nic's keywords) -> Nic
     slow: float = 1.0               # timeouts scale by this
     size: float = 1.0               # stream sizes scale by this
+    holds_wire: bool = True         # the rig holds the wire at handoffs (not when the NIC's handoff does the work)
 
     def nic(self, wire, **kw) -> Nic:
         return self.make_nic(wire, **kw)
@@ -696,14 +697,15 @@ def quiesce(nic: Nic, app: HostApp, T: float) -> None:
     nic.eng.settle()
 
 
-def hostile_then_rst(rig: Rig = MODEL) -> Nic:
+def hostile_then_rst(rig: Rig = MODEL, *, sizes: tuple[int, int] | None = None) -> Nic:
     """Offloaded and streaming: forged segments from B's address reach the engine (RSTs
     outside the window: dropped silently; an in-window RST and a SYN: challenge ACKs,
     which B's Linux takes without complaint); the transfer carries on exact. Then B's
     application aborts (SO_LINGER 0): its RST, at exactly rcv_nxt, resets the engine's
     connection ('rst' then 'closed') and its key leaves the table (later frames for it
-    pass to A)."""
-    ab, ba = streams("rst", rig.n(1 << 20), rig.n(1 << 20))
+    pass to A). (sizes: A's and B's streams; A's must outlast the attack, which comes once
+    A's stream fills its 1 MiB ring.)"""
+    ab, ba = streams("rst", *(sizes or (rig.n(1 << 20), rig.n(1 << 20))))
     T = rig.slow
     with two_namespaces() as (na, nb, wire):
         nic = rig.nic(wire)

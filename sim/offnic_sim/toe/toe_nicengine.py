@@ -131,6 +131,8 @@ class NicEngine(Outbox):
         self.rx_errors = 0
         self.leaks: list[tuple[ConnKey, bytes]] = []   # frames of an installed connection that reached the host
         self.fence_timeouts = 0
+        self.held_at_complete: list[int] = []   # the NIC-packet queue's length as each install completed
+        self.rx_held = 0                       # frames the driver held from the host during restores
         self._live: dict[int, tuple[ConnKey, bool, bool, str, str]] = {}
         self._reserved: dict[ConnKey, int] = {}
         self._owned: set[ConnKey] = set()      # installed, fenced: none of their frames may reach the host
@@ -209,6 +211,7 @@ class NicEngine(Outbox):
                 self.leaks.append((key, data))
             if key in self._rx_hold:
                 self._rx_hold[key].append(data)
+                self.rx_held += 1
             else:
                 self.to_host.append(data)
         if self.drv.toe_notes:
@@ -275,6 +278,7 @@ class NicEngine(Outbox):
         if c is None:
             rsp = await self._command(OP_INSTALL, 0, arg, tcb, conn_addr(key, hs))
         else:
+            self.held_at_complete.append(await self.cq.h.read("nicq_qlen"))
             rsp = await self._command(OP_COMPLETE, c, arg, tcb, conn_addr(key, hs))
         if rsp["status"] != ST_OK:
             raise RuntimeError(f"install of {key}: status {rsp['status']}")
