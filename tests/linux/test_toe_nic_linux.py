@@ -261,7 +261,13 @@ async def near_wrap(dut):
     await carry(dut, SCENARIOS["near_wrap"])
 
 
+@cocotb.test()
+async def many(dut):
+    await carry(dut, SCENARIOS["many"])
+
+
 @needs_linux
-@pytest.mark.parametrize("case", ["mid_transfer", "lossy", "closes", "hostile_then_rst", "zero_windows", "near_wrap"])
+@pytest.mark.parametrize("case", ["mid_transfer", "lossy", "closes", "hostile_then_rst", "zero_windows", "near_wrap",
+                                  "many"])
 def test_toe_nic_linux(case):
     run_cocotb(hw.load_config(CONFIG)[0], __name__, testcase=case, fast=True)
