@@ -88,6 +88,11 @@ class ToeQueue(ToeWindow):
         """Every notification waiting, oldest first, as ToeWindow.notes gives them."""
         if not self.events:
             return await super().notes()
+        return self.take_events()
+
+    def take_events(self) -> list[tuple]:
+        """notes() with the notifications as events: what the interrupt handler has
+        collected, taken without waiting (callable outside a coroutine)."""
         out = []
         taken, self.drv.toe_notes[:] = list(self.drv.toe_notes), []
         for cid, kind, seq, merged in taken:
