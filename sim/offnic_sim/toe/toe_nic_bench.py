@@ -43,6 +43,7 @@ from offnic_sim.harness.runner import bench_config
 from offnic_sim.net.eth import ETH_P_IP, eth_frame
 from offnic_sim.net.tcppeer import ACK, build_packet, tcp_options
 from offnic_sim.toe import toe_sim
+from offnic_sim.toe.toe_handoff_bench import run_handoffs
 from offnic_sim.toe.toe_model import ConnKey, Handoff, handoff_tcb
 from offnic_sim.toe.toe_window import OP_INSTALL, OP_RESTORE, ST_OK, ToeWindow, conn_addr
 
@@ -725,6 +726,9 @@ async def nic(dut):
         res["table1"] = await run_table1(b, cfg)
     if "one_conn" in cfg["cases"]:
         res["one_conn"] = await run_one_conn(b, cfg)
+    if "handoffs" in cfg["cases"]:
+        res["handoffs"] = await run_handoffs(b, cfg, now_ns)
+        cocotb.log.info("handoffs: %s", res["handoffs"])
     res["sim_us"] = round((now_ns() - t0) / 1000, 1)
     res["driver_errors"] = list(b.drv.errors)
     with open(cfg["out"], "w") as f:
