@@ -14,7 +14,10 @@ as their TX completions (sim/offnic_sim/toe/toe_cmdq.py: ToeQueue).
   4 KiB (BAD_DESC), a block where no memory answers (DMA_ERROR), ids never installed and
   past the connection count (NOT_LIVE), a second install of an installed 4-tuple (EXISTS,
   its id): each a completion with its status, counted per reason, the queue going on (a
-  host frame behind each is sent); in FCFS mode (dma.arbitration).
+  host frame behind each is sent); in FCFS mode (dma.arbitration). Then rings: installs
+  whose send and receive rings overlap, pass 2^40 or leave the host's ring window
+  (toe_host.rings_*) are refused (0x27, cmdq_bad_rings) and insert nothing; rings inside it,
+  or anywhere with no window, install.
 
 In handoff_cmdq the engine's notifications are events (type 2) on an event queue of their
 own, taken by the driver model's interrupt handler; with that event queue disabled for a
@@ -37,7 +40,7 @@ from offnic_sim.net.ipfrag import ipv4_header
 from offnic_sim.toe.toe_cmdq import BLOCK_BYTES, ST_BAD_DESC, ST_DMA_ERROR, ToeQueue
 from offnic_sim.toe.toe_model import ConnKey, handoff_tcb
 from offnic_sim.toe.toe_window import (OP_COMPLETE, OP_INSTALL, OP_READ, OP_RESERVE, OP_RESTORE, OP_SEND, OP_STATUS,
-                                       ST_EXISTS, ST_NOTLIVE, ST_OK, TCB_WORDS, conn_addr, unpack_tcb)
+                                       ST_BAD_RINGS, ST_EXISTS, ST_NOTLIVE, ST_OK, TCB_WORDS, conn_addr, unpack_tcb)
 from test_nic_toe import (ACK, CONNECTIONS, LOCAL_IP, NIC, NIC_MAC, PEER_IP, PEER_MAC, PSH, RING, Rig, handoff, host_frame,
                           params, tcp_frame, tcp_of)
 
@@ -264,6 +267,36 @@ async def bad_input_cmdq(dut):
     assert regs["cmdq_refused"] == 3, regs
     assert regs["connections"] == 0 and regs["table_inserts"] == 1, regs
     assert (await drv.counters("tx_engine"))["bad_desc"] == 0, "a command counted as a bad packet"
+
+    # Rings: the host's ring window (toe_host.rings_*), 16 pages. Installs and completes whose
+    # rings overlap, leave the window or pass 2^40 are refused (0x27), nothing inserted.
+    pool = drv.alloc(16 * 4096, 4096)
+    h = cq.h
+    await h.write("rings_base_page", pool.addr >> 12)
+    await h.write("rings_pages", 16)
+    base = pool.addr
+    ring_cases = [   # (what, send ring, receive ring, window on, status)
+        ("overlapping", base, base + RING // 2, True, ST_BAD_RINGS),
+        ("receive ring past the window", base, base + 16 * 4096 - RING // 2, True, ST_BAD_RINGS),
+        ("send ring before the window", base - 4096, base + RING, True, ST_BAD_RINGS),
+        ("past 2^40, no window", (1 << 40) - RING // 2, base, False, ST_BAD_RINGS),
+        ("overlapping, no window", base + RING, base + RING + 64, False, ST_BAD_RINGS),
+        ("inside, apart", base + RING, base + 3 * RING, True, ST_OK),
+        ("outside, no window", base - 2 * RING, base + 8 * RING, False, ST_OK),
+    ]
+    bad_rings = 0
+    for k, (what, snd, rcv, window, want) in enumerate(ring_cases):
+        await h.write("rings_pages", 16 if window else 0)
+        rk = ConnKey(LOCAL_IP, 6000 + k, PEER_IP, 80)
+        rhs = handoff(snd, rcv, 3000 + k, 4000 + k)
+        rsp = await cq.command(OP_INSTALL, 0, 0, handoff_tcb(rhs, params()), conn_addr(rk, rhs))
+        assert rsp["status"] == want, (what, rsp)
+        bad_rings += want == ST_BAD_RINGS
+        if want == ST_OK:
+            assert (await cq.command(OP_RESTORE, rsp["id"]))["status"] == ST_OK
+    regs = await cq.counters()
+    assert regs["cmdq_bad_rings"] == bad_rings and regs["connections"] == 0, regs
+    assert regs["table_inserts"] == 1 + len(ring_cases) - bad_rings, regs
 
 
 def test_nic_toe_cmdq():

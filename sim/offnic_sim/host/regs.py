@@ -559,6 +559,9 @@ TOE_HOST = BlockType(
         'rsp_tcb_37': Reg('rsp_tcb_37', 0x294, 'ro', "The answer's connection state, bits 1215:1184.", None, ()),
         'rsp_tcb_38': Reg('rsp_tcb_38', 0x298, 'ro', "The answer's connection state, bits 1247:1216.", None, ()),
         'rsp_tcb_39': Reg('rsp_tcb_39', 0x29c, 'ro', "The answer's connection state, bits 1279:1248.", None, ()),
+        'rings_base_page': Reg('rings_base_page', 0x2a0, 'rw', "The host memory connections' rings may use (TX-queue installs and completes): its first 4 KiB page (address bits 39:12).", 0x0, (Field('page', 0, 28, 'Address bits 39:12.'), )),
+        'rings_pages': Reg('rings_pages', 0x2a4, 'rw', 'Its size in 4 KiB pages; 0: no window (any address below 2^40).', 0x0, (Field('pages', 0, 28, 'Pages.'), )),
+        'cmdq_bad_rings': Reg('cmdq_bad_rings', 0x2a8, 'ro', "TX-queue installs and completes refused (status 0x27) because the connection's rings overlap, pass 2^40 or leave the rings_* window.", None, ()),
     },
 )
 

@@ -19,8 +19,9 @@ from offnic_sim.toe.toe_model import NIL, ConnKey, EngineParams, Handoff, Tcb
 
 TCB_WORDS = 40
 OP_INSTALL, OP_RESTORE, OP_SEND, OP_READ, OP_CLOSE, OP_STATUS, OP_RESERVE, OP_COMPLETE = range(8)
-# 5: the NIC's Soft_limit (NicToe); 6: the engine's reserve table is full (TcpEngine.Reserves ids)
-ST_OK, ST_EXISTS, ST_FULL, ST_NOID, ST_NOTLIVE, ST_OVER_LIMIT, ST_RESERVES_FULL = range(7)
+# 5: the NIC's Soft_limit (NicToe); 6: the engine's reserve table is full (TcpEngine.Reserves ids);
+# 7: the rings refused (overlapping, past 2^40, outside toe_host.rings_*: ToeCmdUnit, TX-queue commands only)
+ST_OK, ST_EXISTS, ST_FULL, ST_NOID, ST_NOTLIVE, ST_OVER_LIMIT, ST_RESERVES_FULL, ST_BAD_RINGS = range(8)
 NOTE_NAMES = {v: k for k, v in toe_hw.NOTE_KINDS.items()}
 
 # Tcb.scala's fields and widths, in bundle order (the model's field order but `ooo`).

@@ -170,6 +170,9 @@ object NicToe {
     hw.value("cmdq_block_errors") := StatCounter(unit.stat.blockError)
     hw.value("cmdq_over_limit") := StatCounter(unit.stat.overLimit)
     hw.value("cmdq_refused") := StatCounter(unit.stat.refused)
+    hw.value("cmdq_bad_rings") := StatCounter(unit.stat.badRings)
+    unit.rings.basePage := hw.value("rings_base_page")(27, 0)
+    unit.rings.pages := hw.value("rings_pages")(27, 0)
     val opNow = hw.value("cmd_op")(2, 0)
     val overLimit = (opNow === EngineOp.Install.U || opNow === EngineOp.Reserve.U) && cnum >= softLimit
     val refuse = issue && overLimit

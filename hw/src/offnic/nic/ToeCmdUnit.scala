@@ -23,7 +23,11 @@ import offnic.toe.{ConnState, EngineCmd, EngineOp, EngineRsp, EngineStatus, Tcb}
   *
   * Checks before the engine: an id past the connection count answers NOT_LIVE; an install
   * or reserve while the connection count is at Soft_limit answers OVER_LIMIT (as the
-  * register window does). One command at a time: the next waits in TxEngine.
+  * register window does); an install or complete whose send and receive rings overlap, pass
+  * 2^40 or leave the host's ring window (`rings`, when it names one) answers BAD_RINGS, so a
+  * connection never writes host memory the host did not give it for rings. (Rings of
+  * different connections are the host's to keep apart: it hands them out.) One command at a
+  * time: the next waits in TxEngine.
   */
 class ToeCmdUnit(p: NicParams, connections: Int, addrBits: Int = 40, axiIdBits: Int = 4) extends Module {
   import ToeCmdUnit._
@@ -35,6 +39,11 @@ class ToeCmdUnit(p: NicParams, connections: Int, addrBits: Int = 40, axiIdBits: 
   /** Command-block reads and answer-block writes, one burst at a time, AXI id [[BlockId]]. */
   val m_axi = IO(new Axi4IO(addrBits, axiIdBits))
   val cnum = IO(Input(UInt((idBits + 1).W)))
+  /** The host memory rings may use: 4 KiB pages [basePage, basePage + pages); 0 pages: any. */
+  val rings = IO(Input(new Bundle {
+    val basePage = UInt(28.W)
+    val pages = UInt(28.W)
+  }))
   val soft_limit = IO(Input(UInt(32.W)))
   /** Pulses: a command taken; refused as a bad descriptor (unknown opcode, bad block
     * address); its block's read or its answer's write failed; refused at Soft_limit;
@@ -44,11 +53,12 @@ class ToeCmdUnit(p: NicParams, connections: Int, addrBits: Int = 40, axiIdBits: 
     val badDesc = Bool()
     val blockError = Bool()
     val overLimit = Bool()
+    val badRings = Bool()
     val refused = Bool()
   }))
 
   private object S extends ChiselEnum {
-    val Idle, ReadAddr, ReadData, Issue, Wait, WriteAddr, WriteData, WriteResp, Cpl = Value
+    val Idle, ReadAddr, ReadData, Check, Issue, Wait, WriteAddr, WriteData, WriteResp, Cpl = Value
   }
   private val st = RegInit(S.Idle)
   private val c = Reg(new ToeQueueCmd(p.queueBits))
@@ -56,6 +66,7 @@ class ToeCmdUnit(p: NicParams, connections: Int, addrBits: Int = 40, axiIdBits: 
   private val k = Reg(UInt(log2Ceil(BlockBeats + 1).W))
   private val rdErr = Reg(Bool())
   private val answer = Reg(Bool()) // the command has a block: the answer goes into it
+  private val ringsBad = Reg(Bool()) // Check's verdict on the block's rings (install, complete)
   private val status = Reg(UInt(8.W))
   private val rsp = Reg(new EngineRsp(idBits))
   private val op = c.desc.opcode(3, 0)
@@ -68,6 +79,7 @@ class ToeCmdUnit(p: NicParams, connections: Int, addrBits: Int = 40, axiIdBits: 
   stat.badDesc := false.B
   stat.blockError := false.B
   stat.overLimit := false.B
+  stat.badRings := false.B
   stat.refused := s_rsp.fire && s_rsp.bits.status =/= EngineStatus.Ok.U
 
   // ---- The answer block: one burst of BlockBeats 32-byte beats, the command block's layout.
@@ -152,6 +164,7 @@ class ToeCmdUnit(p: NicParams, connections: Int, addrBits: Int = 40, axiIdBits: 
         val noId = idBad && (if (isPow2(connections)) d.len(15, idBits) =/= 0.U else d.len >= connections.U)
         k := 0.U
         rdErr := false.B
+        ringsBad := false.B
         when(o >= 8.U || ((block || answerBlock) && badAddr)) {
           status := CplStatus.BadDesc.U
           stat.badDesc := true.B
@@ -181,13 +194,33 @@ class ToeCmdUnit(p: NicParams, connections: Int, addrBits: Int = 40, axiIdBits: 
             status := CplStatus.DmaError.U
             stat.blockError := true.B
           }
-          st := Mux(failed, S.Cpl, S.Issue)
+          st := Mux(failed, S.Cpl, S.Check)
         }
       }
     }
+    is(S.Check) {
+      // A cycle of its own: 41-bit sums and compares between registers (the block's words
+      // and the window) and a register.
+      val t = m_cmd.bits.tcb
+      val sndEnd = t.sndBase +& (1.U(32.W) << t.sndLog2)
+      val rcvEnd = t.rcvBase +& (1.U(32.W) << t.rcvLog2)
+      val winLo = Cat(rings.basePage, 0.U(12.W))
+      val winHi = winLo +& Cat(rings.pages, 0.U(12.W))
+      def inside(lo: UInt, hi: UInt): Bool = rings.pages === 0.U || (lo >= winLo && hi <= winHi)
+      val top = (BigInt(1) << 40).U
+      val overlap = t.sndBase < rcvEnd && t.rcvBase < sndEnd
+      val withTcb = op === EngineOp.Install.U || op === EngineOp.Complete.U
+      ringsBad := withTcb && (overlap || sndEnd > top || rcvEnd > top || !inside(t.sndBase, sndEnd) ||
+        !inside(t.rcvBase, rcvEnd))
+      st := S.Issue
+    }
     is(S.Issue) {
       val over = (op === EngineOp.Install.U || op === EngineOp.Reserve.U) && cnum >= soft_limit
-      when(over) {
+      when(ringsBad) {
+        status := (StatusBase + BadRings).U
+        stat.badRings := true.B
+        st := S.Cpl
+      }.elsewhen(over) {
         status := (StatusBase + OverLimit).U
         stat.overLimit := true.B
         st := S.Cpl
@@ -242,6 +275,8 @@ object ToeCmdUnit {
   val StatusBase = 0x20
   /** Soft_limit's refusal (NicToe.OverLimit's value). */
   val OverLimit = 5
+  /** The rings' refusal: overlapping, past 2^40 or outside the host's ring window. */
+  val BadRings = 7
 
   /** `port` (the bridge) shared by the engine's writes and reads and the command unit's
     * (`blocks`: command-block reads, answer-block writes). Addresses alternate when both

@@ -490,7 +490,15 @@ object RegMap {
       ro("notes_evented", 0xf4, "Notification events written."),
       ro("notes_merged", 0xf8, "Notifications merged into the event before them (same connection, rx or acked).")
     ) ++ (0 until ToeTcbWords).map(k => Reg(s"cmd_tcb_$k", 0x100 + 4 * k, RW(0), s"Install: the connection's state, bits ${32 * k + 31}:${32 * k}.")) ++
-      (0 until ToeTcbWords).map(k => ro(s"rsp_tcb_$k", 0x200 + 4 * k, s"The answer's connection state, bits ${32 * k + 31}:${32 * k}."))
+      (0 until ToeTcbWords).map(k => ro(s"rsp_tcb_$k", 0x200 + 4 * k, s"The answer's connection state, bits ${32 * k + 31}:${32 * k}.")) ++
+      Seq(
+        Reg("rings_base_page", 0x2a0, RW(0), "The host memory connections' rings may use (TX-queue installs and completes): " +
+          "its first 4 KiB page (address bits 39:12).", Seq(Field("page", 0, 28, "Address bits 39:12."))),
+        Reg("rings_pages", 0x2a4, RW(0), "Its size in 4 KiB pages; 0: no window (any address below 2^40).",
+          Seq(Field("pages", 0, 28, "Pages."))),
+        ro("cmdq_bad_rings", 0x2a8, "TX-queue installs and completes refused (status 0x27) because the connection's rings " +
+          "overlap, pass 2^40 or leave the rings_* window.")
+      )
   )
 
   val Pcs = BlockType(
