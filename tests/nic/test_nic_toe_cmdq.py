@@ -5,8 +5,8 @@ as their TX completions (sim/offnic_sim/toe/toe_cmdq.py: ToeQueue).
 
 - handoff: a connection handed to the NIC and taken back wholly through TX-queue
   commands (reserve with the peer's data segment arriving meanwhile and held, complete,
-  read, send, status, restore): the held segment stored in the receive ring in host memory
-  and acknowledged, the send ring's bytes sent byte-exact, the restored state exact. Host
+  read, send, status, restore with hold, release): the held segment stored in the receive
+  ring in host memory and acknowledged, the send ring's bytes sent byte-exact, the restored state exact. Host
   frames flow alongside both ways and are checked: received ones intact and in order on the
   RX queue; sent ones on the same TX queue as the commands (in ring order with them) and on
   the other port's queue, each on the wire intact.
@@ -177,7 +177,8 @@ async def handoff_cmdq(dut):
     assert await cq.h.read("notes_merged") - merged0 == 6 and cq.merged == 6, cq.merged
     st = await cq.command(OP_STATUS, c)
     assert st["status"] == ST_OK and st["tcp_state"] == ESTABLISHED and st["tcb"].snd_nxt == (base + len(more)) & 0xFFFFFFFF, st
-    rsp = await cq.command(OP_RESTORE, c)
+    before_hold = await cq.counters()
+    rsp = await cq.command(OP_RESTORE, c, 1)          # with hold: the entry stays, segments held
     assert rsp["status"] == ST_OK and rsp["id"] == c, rsp
     t = rsp["tcb"]
     assert t.rcv_nxt == (R + len(data)) & 0xFFFFFFFF and t.snd_nxt == (base + len(more)) & 0xFFFFFFFF, t
@@ -191,6 +192,21 @@ async def handoff_cmdq(dut):
     restored = drv.alloc(256, 256)
     restored.write(0, cq.block.read(0, BLOCK_BYTES))
     assert (await cq.command(OP_STATUS, c))["status"] == ST_NOTLIVE
+    # Held: the peer's next data segment reaches neither the host (its socket is not live
+    # yet) nor a decision; then the host releases the id (restore again): the entry goes and
+    # the held segment is dropped as stale (the peer resends it, to the host now).
+    await r.tb.ports[0].send(tcp_frame(key, R + len(data), base + len(more), b"held" * 100))
+    await r.host_send(host_frame(rng))
+    await r.settle(10)
+    held = await cq.counters()
+    moved = {k: held[k] - before_hold[k] for k in ("steer_to_engine", "seg_events", "table_deletes")}
+    assert moved == {"steer_to_engine": 1, "seg_events": 0, "table_deletes": 0}, moved
+    rel = await cq.command(OP_RESTORE, c, state=False)
+    assert rel["status"] == ST_OK and rel["id"] == c, rel
+    await r.settle(10)
+    released = await cq.counters()
+    assert released["seg_stale_drops"] - before_hold["seg_stale_drops"] == 1, released
+    assert released["table_deletes"] - before_hold["table_deletes"] == 1 and released["connections"] == 0, released
 
     await r.host_send(tcp_frame(key, R + len(data), base + len(more)))   # given back: to the host
     await r.host_tx(0)
@@ -201,7 +217,7 @@ async def handoff_cmdq(dut):
     r.check_host()
     r.check_tx()
     regs = await cq.counters()
-    assert regs["cmdq_commands"] == 7 and regs["cmdq_refused"] == 1 and regs["cmd_issued"] == 0, regs
+    assert regs["cmdq_commands"] == 8 and regs["cmdq_refused"] == 1 and regs["cmd_issued"] == 0, regs
     assert regs["cmdq_bad_desc"] == regs["cmdq_block_errors"] == regs["cmdq_over_limit"] == 0, regs
     assert regs["table_inserts"] == regs["table_deletes"] == 1 and regs["connections"] == 0, regs
     assert regs["steer_to_host"] == len(r.host_sent) and regs["store_errors"] == 0, regs

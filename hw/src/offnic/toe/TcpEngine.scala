@@ -10,7 +10,13 @@ object EngineOp {
   /** Take a connection: `tcb` as the driver built it from the socket's TCP_REPAIR state
     * (sim/offnic_sim/toe_hw.py: install_tcb), `addr` its addresses, `arg` our TSval now. */
   val Install = 0
-  /** Give connection `id` back: the answer carries its state. */
+  /** Give connection `id` back: the answer carries its state. With `arg` bit 0 (hold; issue
+    * 17's restore-side hold) the table entry stays and the id is reserved as by Reserve, so
+    * the connection's segments are held in front of the engine, not sent to the host whose
+    * socket is not live yet, until the host restores the id again (release: the entry goes,
+    * the held segments are dropped as stale and the peer resends them to the host) or
+    * completes it (hands it back to the engine, which then decides them). A hold needs a free
+    * reserve: else ReservesFull and nothing done. */
   val Restore = 1
   /** The host wrote connection `id`'s send ring up to `arg`. */
   val Send = 2
@@ -431,6 +437,10 @@ class TcpEngine(val connections: Int = 4096, val buckets: Int = 1024, val slots:
         rsp.tsVal := SeqNum.add(nowTs, tcbRd.tsOffset)
         rsp.nowUs := nowUs
         st := E.Respond
+      }.elsewhen(live(tcbRd) && cmd.op === EngineOp.Restore.U && cmd.arg(0) && !resFree) {
+        rsp.status := EngineStatus.ReservesFull.U
+        count(EngineStat.ReservesRefused)
+        st := E.Respond
       }.elsewhen(live(tcbRd)) {
         st := E.Decide
       }.otherwise {
@@ -532,6 +542,13 @@ class TcpEngine(val connections: Int = 4096, val buckets: Int = 1024, val slots:
         armedWr := true.B
         armedNext.on := false.B
         st := E.Delete
+        // ... but a restore with hold keeps the entry and reserves the id (free: checked
+        // when the command was read, and only commands reserve)
+        when(isCmd && cmd.op === EngineOp.Restore.U && cmd.arg(0)) {
+          resOn(resSlot) := true.B
+          resId(resSlot) := id
+          st := E.Respond
+        }
       }
     }
     is(E.Delete) {
