@@ -25,9 +25,13 @@ def test_toe_demo_mini(tmp_path):
         assert h["held_segments"] > 0 and h["decided_while_held"] == 0, h   # held until complete
         for k in ("reserve", "complete", "restore"):
             assert h["command_us"][k] is not None, h
-        for name in ("before", "during", "after"):
+        for name in ("before", "handoff", "during", "after"):
             p = m["phases"][name]
-            for way in ("host_rx", "host_tx"):
+            rx = p["host_rx"]
+            assert rx["in_window"] > 0 and rx["measured"] + rx["lost_in_window"] == rx["in_window"], (name, rx)
+            # every host frame measured, except where FCFS loses them (a full port FIFO behind the shared queue)
+            ways = ("host_rx", "host_tx") if m["mode"] == "host_first" or name in ("before", "after") else ("host_tx",)
+            for way in ways:
                 assert p[way]["measured"] > 0 and p[way]["median_ns"] is not None and p[way]["p99_ns"] is not None, (name, p)
         assert m["phases"]["during"]["qlen_max"] > 0 and m["phases"]["before"]["qlen_max"] == 0, m["phases"]
         assert m["host_rx_corrupted"] == 0 and m["host_tx_missing"] == 0, m

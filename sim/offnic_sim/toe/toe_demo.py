@@ -8,7 +8,7 @@ For each mode of the shared resources (host first, then FCFS: dma.arbitration), 
 with host packets flowing throughout (toe_nic_bench.Traffic: one 512-byte frame per port
 and direction per microsecond, each checked and timed):
 - before: nothing offloaded;
-- handoff: N connections reserved (the table entries live, their segments held on the
+- handoff (a phase of its own in the results): N connections reserved (the table entries live, their segments held on the
   NIC), the peers start sending, the host "freezes and reads its sockets" (`freeze_us`),
   then completes each install with the state. Each connection also has bytes the host
   wrote but had not sent (`queued`) in its send ring in host memory;
@@ -130,6 +130,7 @@ async def run_mode(b: Bench, q: ToeQueue, host_first: bool, cfg: dict, failures:
         if rsp["status"] != ST_OK:
             failures.append(f"{mode}: complete of connection {c.k}: status {rsp['status']}")
     t_h1 = now_ns()
+    win["handoff"] = (t_h0, t_h1)
     c_during0 = await hw_counters(b)
     await Timer(warm, "us")
     w_during0 = now_ns()
@@ -198,7 +199,8 @@ async def run_mode(b: Bench, q: ToeQueue, host_first: bool, cfg: dict, failures:
     regs1 = await b.regs()
 
     phases = {}
-    for name, (w0, w1) in win.items():
+    for name in ("before", "handoff", "during", "after"):
+        w0, w1 = win[name]
         rx, tx = traffic.host_delays(w0, w1)
         ql = [v for t, v in qlen if w0 <= t <= w1]
         phases[name] = {"window_us": round((w1 - w0) / 1000, 1), "host_rx": rx, "host_tx": tx,
