@@ -14,7 +14,9 @@ CONFIG = "nic-toe"
 
 # The demo's settings: 8 connections, 64-byte segments filling both ports beside the host
 # frames (Table 1's case (c)), 4 KB the host wrote but had not sent in each send ring;
-# simulated us per phase after `warm_us`. About 400 us of simulated time per mode.
+# simulated us per phase after `warm_us`. About 400 us of simulated time per mode. (All are
+# reserved before any completes: the engine holds at most 8 reservations at once, ST_RESERVES_FULL
+# beyond; more connections would need batches.)
 DEFAULT = {"connections": 8, "payload": 64, "queued": 4096, "warm_us": 10.0, "before_us": 30.0,
            "freeze_us": 3.0, "during_us": 100.0, "after_us": 30.0}
 # In miniature (tests/bench/test_toe_demo.py).
