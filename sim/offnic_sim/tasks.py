@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -232,6 +233,49 @@ NIC = hw.Design.of("nic.Nic", addr_bits=24, board_id=0)  # the design the NIC be
 HARNESSES = ("fast", "nic", "fast-gpi-clocks")
 
 
+@contextlib.contextmanager
+def _output_to(log: Path):
+    """This process's and its children's stdout and stderr into `log` (its last 40 lines
+    shown if the body fails)."""
+    saved = os.dup(1), os.dup(2)
+    try:
+        with open(log, "w") as f:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(f.fileno(), 1)
+            os.dup2(f.fileno(), 2)
+            try:
+                yield
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os.dup2(saved[0], 1)
+                os.dup2(saved[1], 2)
+    except BaseException:
+        print("".join(log.read_text().splitlines(keepends=True)[-40:]), file=sys.stderr)
+        raise
+    finally:
+        os.close(saved[0])
+        os.close(saved[1])
+
+
+def _model_quietly(design: hw.Design, fast, run_dir: Path):
+    """The design's Verilator model; a first build's compiler lines go to run_dir/build.log,
+    not the terminal."""
+    import time
+    built = runner.Model(design, runner.waves_enabled(), fast).dir / "built"
+    if built.exists():
+        return runner.model(design, fast)
+    blog = run_dir / "build.log"
+    print(f"[offnic] building the Verilator model of {design.describe()} (first run only, 1-2 minutes; "
+          f"log: {_rel(blog)})", flush=True)
+    t = time.monotonic()
+    with _output_to(blog):
+        m = runner.model(design, fast)
+    print(f"[offnic] built the model in {time.monotonic() - t:.0f} s", flush=True)
+    return m
+
+
 def simulate(cases: list[dict], run_dir: Path, seed: int | None = None, show=None, design: hw.Design = NIC,
              test_module: str = "offnic_sim.nic_workload", extra: dict | None = None, harness: str = "nic") -> dict:
     """Run the workload cases (workload.py) in one simulation of the whole NIC and return
@@ -250,36 +294,7 @@ def simulate(cases: list[dict], run_dir: Path, seed: int | None = None, show=Non
     hw_digest = hw.hw_sources_digest()[:16]  # the hardware this run measures (its model is built from it)
     assert harness in HARNESSES, f"harness: one of {HARNESSES}"
     fast = {"fast": True, "fast-gpi-clocks": runner.FAST_GPI_CLOCKS}.get(harness, False)
-    built = runner.Model(design, runner.waves_enabled(), fast).dir / "built"
-    if built.exists():
-        m = runner.model(design, fast)
-    else:
-        # The build's compiler lines go to a log, not the terminal.
-        blog = run_dir / "build.log"
-        print(f"[offnic] building the NIC's Verilator model (first run only, 1-2 minutes; log: {_rel(blog)})",
-              flush=True)
-        t = time.monotonic()
-        saved = os.dup(1), os.dup(2)
-        try:
-            with open(blog, "w") as f:
-                sys.stdout.flush()
-                sys.stderr.flush()
-                os.dup2(f.fileno(), 1)
-                os.dup2(f.fileno(), 2)
-                try:
-                    m = runner.model(design, fast)
-                finally:
-                    sys.stdout.flush()
-                    sys.stderr.flush()
-                    os.dup2(saved[0], 1)
-                    os.dup2(saved[1], 2)
-        except BaseException:
-            print("".join(blog.read_text().splitlines(keepends=True)[-40:]), file=sys.stderr)
-            raise
-        finally:
-            os.close(saved[0])
-            os.close(saved[1])
-        print(f"[offnic] built the NIC model in {time.monotonic() - t:.0f} s", flush=True)
+    m = _model_quietly(design, fast, run_dir)
     seed = int(os.environ.get("OFFNIC_SEED") or (seed if seed is not None else random.SystemRandom().randrange(1 << 31)))
     out, prog, log, results = (run_dir / n for n in ("raw.json", "progress.jsonl", "sim.log", "results.xml"))
     for f in (out, prog, results):
@@ -398,6 +413,8 @@ def cmd_demo(args: list[str]) -> int:
     ap.add_argument("--seed", type=int, default=None, help="random seed (default: a new one; OFFNIC_SEED also works)")
     ap.add_argument("--no-web", action="store_true", help="skip the payload-cache case (a synthetic web trace window)")
     ap.add_argument("--no-frag", action="store_true", help="skip the fragmentation case (64 KB datagrams at MTU 1500)")
+    ap.add_argument("--no-toe", action="store_true",
+                    help="skip the TCP offload part (connections handed to the NIC and back, on the nic-toe build)")
     ap.add_argument("--harness", choices=HARNESSES, default="fast",
                     help="fast: the NIC's partners in C++ (default); nic: cocotbext-pcie/-eth (NicTB), the reference; "
                          "fast-gpi-clocks: the fast harness with cocotb's clocks (NicTB's clock phases)")
@@ -411,8 +428,12 @@ def cmd_demo(args: list[str]) -> int:
           + ("" if trace is None else f"; then a web server's window of a synthetic trace with {trace['label']}'s published parameters "
              f"({len(trace['file_id'])} requests, {sum(trace['file_size']) / 1000:.0f} KB) without and with the "
              f"payload cache")
-          + ("" if a.no_frag else "; then 64 KB UDP datagrams cut by the NIC at MTU 1500"), flush=True)
+          + ("" if a.no_frag else "; then 64 KB UDP datagrams cut by the NIC at MTU 1500")
+          + ("" if a.no_toe else "; then TCP offload: connections handed to the NIC mid-transfer and back (a second "
+             "simulation, on the nic-toe build)"), flush=True)
     run = simulate(cases, out_dir, a.seed, Progress(cases, "demo"), harness=a.harness)
+    if not a.no_toe:
+        run["toe"] = toe_part(out_dir, run["seed"])
     png = out_dir / "demo.png"
     text, _ = report.demo_report(run, png=str(png.relative_to(ROOT)))
     report.demo_plot(run, png)
@@ -421,7 +442,25 @@ def cmd_demo(args: list[str]) -> int:
     print(text)
     print(f"[offnic] demo done in {time.monotonic() - t0:.0f} s (report also in {_rel(out_dir / 'report.txt')}, "
           f"simulator log {_rel(out_dir / 'sim.log')}, replay: OFFNIC_SEED={run['seed']} ./offnic demo{''.join(' ' + x for x in args)})")
-    return 1 if run.get("driver_errors") else 0
+    return 1 if run.get("driver_errors") or (run.get("toe") or {}).get("failures") else 0
+
+
+def toe_part(out_dir: Path, seed: int) -> dict:
+    """The demo's TCP offload part (toe/toe_demo_run.py): a second simulation, on the fast
+    harness with the nic-toe build; the simulator's output to out_dir/toe-sim.log."""
+    import time
+
+    from offnic_sim.toe import toe_demo_run
+    s = toe_demo_run.DEFAULT
+    print(f"[offnic] demo: TCP offload part on {toe_demo_run.CONFIG} (fast harness): {s['connections']} connections, "
+          f"host first then FCFS (log: {_rel(out_dir / 'toe-sim.log')})", flush=True)
+    _model_quietly(toe_demo_run.design(), True, out_dir)
+    t = time.monotonic()
+    with _output_to(out_dir / "toe-sim.log"):
+        res = toe_demo_run.simulate(out_dir / "toe", seed)
+    print(f"[offnic] TCP offload part: {res['sim_us']:.0f} us simulated in {time.monotonic() - t:.0f} s"
+          + (f"; FAILED: {res['failures'][0]}" if res.get("failures") else ""), flush=True)
+    return res
 
 
 def cmd_bench(args: list[str]) -> int:

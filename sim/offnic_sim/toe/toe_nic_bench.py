@@ -97,13 +97,15 @@ class Conn:
         self.resends = 0       # go-back-N restarts
         self.hwm = 0           # the farthest byte sent
         self.tsval = 10_000
+        self.peer_ack = 0      # the engine's bytes the peer acknowledges in its segments (offset)
 
     def segment(self, off: int, n: int, ts: bool) -> bytes:
         hs, key = self.hs, self.key
         self.tsval += 1
         opts = tcp_options(ts=(self.tsval, hs.ts_val)) if ts else b""
         pkt = build_packet(key.remote_ip, key.local_ip, key.remote_port, key.local_port, (hs.rcv_nxt + off) & 0xFFFFFFFF,
-                           hs.snd_una, ACK, 0xFFFF, self.stream[off:off + n], options=opts)
+                           (hs.snd_una + self.peer_ack) & 0xFFFFFFFF, ACK, 0xFFFF, self.stream[off:off + n],
+                           options=opts)
         return eth_frame(hs.local_mac, hs.remote_mac, ETH_P_IP, pkt)
 
     def ack_frame(self, ack_off: int, ts: bool) -> bytes:
@@ -298,6 +300,12 @@ def window_rate(log: list[tuple[float, int]], w0: float, w1: float) -> tuple[int
     return ev[-1][1] - base, ev[-1][0] - ev[0][0]
 
 
+def line_segments_per_us(payload: int) -> int:
+    """Segments of `payload` bytes per port per microsecond that fill 25G beside one host
+    frame per microsecond (~98.5% of the line)."""
+    return int((3125 - HOST_FRAME - WIRE_EXTRA) / (payload + 58 + WIRE_EXTRA))
+
+
 def pct(v: list[float], q: float) -> float | None:
     if not v:
         return None
@@ -309,6 +317,124 @@ def _moved(a: dict, b: dict) -> dict:
     return {k: (b[k] - a[k]) & 0xFFFFFFFF for k in b
             if k not in ("nicq_qlen", "connections", "connections_peak", "now_us", "soft_limit", "nicq_capacity",
                          "tcb_bits", "note_count", "note_head", "note_seq", "cmd_state") and b[k] != a[k]}
+
+
+# ---------------------------------------------------------------------- host probe and peers
+
+class Traffic:
+    """Host packets both ways on both ports (one HOST_FRAME-byte frame per port and
+    direction per HOST_PERIOD_NS, each tagged and timed) and, beside them, the peers'
+    segments of the offloaded connections in `by_port` (`per_us` segments of `mss` bytes
+    per port per microsecond, round robin, go-back-N from the engine's last ACK after
+    STALL_NS without progress). `by_port` may change while it runs (no segments while a
+    port's list is empty). Shared by Table 1 and the demo's TCP offload part."""
+
+    def __init__(self, b: Bench, by_port: dict, per_us: int, mss: int):
+        self.b, self.by_port, self.per_us, self.mss = b, by_port, per_us, mss
+        self.tags = {"rx": [], "tx": []}      # (tag, port)
+        self.tx_door: dict[int, float] = {}   # host TX tag -> its doorbell
+        self.sent_total, self.sent_log = 0, []   # new bytes the peers sent, over time
+        self.tasks = []
+
+    def start(self, host_tx: bool = True) -> None:
+        self.b.stop = False
+        self.tasks = [cocotb.start_soon(self.rx_feed(p)) for p in range(2)]
+        self.tasks += [cocotb.start_soon(self.tx_feed(p)) for p in range(2) if host_tx]
+
+    def cancel(self) -> None:
+        for t in self.tasks:
+            t.cancel()
+
+    async def rx_feed(self, p: int) -> None:
+        b, mss = self.b, self.mss
+        rr = 0
+        while not b.stop:
+            tag, f = b.host_frame(MACS[p], HOST_FRAME)
+            b.send_rx(p, f, tag)
+            self.tags["rx"].append((tag, p))
+            conns = self.by_port[p]
+            for _ in range(self.per_us if conns else 0):
+                c = conns[rr % len(conns)]
+                rr += 1
+                if c.next - c.acked >= GEN_CAP or c.next + mss > len(c.stream):
+                    if now_ns() - c.t_ack > STALL_NS and c.next > c.acked:
+                        c.next, c.t_ack = c.acked, now_ns()   # go back N
+                        c.resends += 1
+                    continue
+                if c.next > c.acked and now_ns() - c.t_ack > STALL_NS:
+                    c.next, c.t_ack = c.acked, now_ns()
+                    c.resends += 1
+                b.send_rx(p, c.segment(c.next, mss, ts=False))
+                c.next += mss
+                if c.next > c.hwm:      # new bytes (not a go-back-N resend)
+                    self.sent_total += c.next - c.hwm
+                    c.hwm = c.next
+                    self.sent_log.append((now_ns(), self.sent_total))
+            await Timer(HOST_PERIOD_NS, "ns")
+
+    async def tx_feed(self, p: int) -> None:
+        b = self.b
+        await Timer(HOST_PERIOD_NS // 2, "ns")
+        while not b.stop:
+            tag, f = b.host_frame(PEER_MAC, HOST_FRAME)
+            [tok] = await b.drv.send_batch(p, [f], max_in_flight=64)
+            self.tx_door[tag] = tok.t_doorbell
+            self.tags["tx"].append((tag, p))
+            await Timer(HOST_PERIOD_NS, "ns")
+
+    async def settle(self, rounds: int = 100) -> bool:
+        """After `b.stop`: let every host frame finish (or be lost: nothing more arrives for
+        5 us) and the engine empty its queue. True if the NIC-packet queue is empty."""
+        b = self.b
+        last, q = -1, -1
+        for _ in range(rounds):
+            await Timer(5, "us")
+            got = sum(len(v) for v in b.rx_got.values())
+            q = await b.win.h.read("nicq_qlen")
+            idle = b.tb.ports[0].source.idle() and b.tb.ports[1].source.idle()
+            if q == 0 and idle and (got == last or got >= len(self.tags["rx"])
+                                    and all(t in b.tx_wire for t, _ in self.tags["tx"])):
+                break
+            last = got
+        return q == 0
+
+    def host_delays(self, w0: float, w1: float) -> tuple[dict, dict]:
+        """Host RX (last byte on the wire to its completion record on the link) and TX
+        (doorbell to first byte on the wire) delays of the frames that entered in [w0, w1];
+        lost, corrupted and misrouted frames counted over the whole run. Needs the RX
+        completion queues watched (`b.tap.watched`) since the run began."""
+        b, tags, tx_door = self.b, self.tags, self.tx_door
+        rx_lat, rx_bad = [], 0
+        delivered = set()
+        for p in range(2):
+            times = [t for t, k in b.tap.watched[f"rx{p}:cq"] for _ in range(k)]
+            for (tag, ok), t_cpl in zip(b.rx_got[p], times):
+                if not ok:
+                    rx_bad += 1
+                    continue
+                delivered.add(tag)
+                te = b.rx_end.get(tag)
+                if te is not None and w0 <= te <= w1:
+                    rx_lat.append(t_cpl - te)
+        rx_in_window = [t for t, _ in tags["rx"] if w0 <= b.rx_end.get(t, 0) <= w1]
+        rx_lost_in_window = sum(t not in delivered for t in rx_in_window)
+        rx_lost = sum(t not in delivered for t, _ in tags["rx"])
+        tx_lat, tx_bad = [], 0
+        for tag, p in tags["tx"]:
+            w = b.tx_wire.get(tag)
+            if w is None:
+                tx_bad += 1
+                continue
+            if w[0] != p:
+                tx_bad += 1
+            if w0 <= tx_door[tag] <= w1:
+                tx_lat.append(w[1] - tx_door[tag])
+        host_rx = {"frames": len(tags["rx"]), "measured": len(rx_lat), "in_window": len(rx_in_window),
+                   "lost": rx_lost, "lost_in_window": rx_lost_in_window, "corrupted": rx_bad,
+                   "median_ns": pct(rx_lat, 0.5), "p99_ns": pct(rx_lat, 0.99), "max_ns": pct(rx_lat, 1.0)}
+        host_tx = {"frames": len(tags["tx"]), "measured": len(tx_lat), "missing_or_wrong_port": tx_bad,
+                   "median_ns": pct(tx_lat, 0.5), "p99_ns": pct(tx_lat, 0.99), "max_ns": pct(tx_lat, 1.0)}
+        return host_rx, host_tx
 
 
 # ---------------------------------------------------------------------- Table 1
@@ -323,7 +449,7 @@ async def table1_phase(b: Bench, load: str, host_first: bool, warm_us: float, wi
     small = 128 if load == "saturated_128" else b.cfg.get("small_payload", SMALL_PAYLOAD)
     mss = 1448 if load == "moderate" else small
     # segments per port per microsecond beside the host frame, ~98.5% of 25G
-    per_us = 1 if load == "moderate" else int((3125 - HOST_FRAME - WIRE_EXTRA) / (small + 58 + WIRE_EXTRA))
+    per_us = 1 if load == "moderate" else line_segments_per_us(small)
     stream_len = int((warm_us + window_us + 50) * per_us * mss * 2 / max(n_conns, 1)) + GEN_CAP
     rcv_size = 1 << max(16, (2 * stream_len - 1).bit_length())
     conns = [b.new_conn(100 * load.startswith("saturated") + 25 * (load == "saturated_port0") + k
@@ -345,49 +471,11 @@ async def table1_phase(b: Bench, load: str, host_first: bool, warm_us: float, wi
     b.tap.bucket = "table1"
     for p in range(2):
         b.rx_got[p] = []
-    tags = {"rx": [], "tx": []}       # (tag, port)
-    tx_door: dict[int, float] = {}
+    traffic = Traffic(b, by_port, per_us, mss)
     regs0 = await b.regs()
     qlen: list[int] = []
     t_start = now_ns()
     w0, w1 = t_start + warm_us * 1000, t_start + (warm_us + window_us) * 1000
-    b.stop = False
-
-    sent_total, sent_log = [0], []     # new bytes the peers sent, over time
-
-    async def rx_feed(p: int) -> None:
-        rr = 0
-        while not b.stop:
-            tag, f = b.host_frame(MACS[p], HOST_FRAME)
-            b.send_rx(p, f, tag)
-            tags["rx"].append((tag, p))
-            for _ in range(per_us if by_port[p] else 0):
-                c = by_port[p][rr % len(by_port[p])]
-                rr += 1
-                if c.next - c.acked >= GEN_CAP or c.next + mss > len(c.stream):
-                    if now_ns() - c.t_ack > STALL_NS and c.next > c.acked:
-                        c.next, c.t_ack = c.acked, now_ns()   # go back N
-                        c.resends += 1
-                    continue
-                if c.next > c.acked and now_ns() - c.t_ack > STALL_NS:
-                    c.next, c.t_ack = c.acked, now_ns()
-                    c.resends += 1
-                b.send_rx(p, c.segment(c.next, mss, ts=False))
-                c.next += mss
-                if c.next > c.hwm:      # new bytes (not a go-back-N resend)
-                    sent_total[0] += c.next - c.hwm
-                    c.hwm = c.next
-                    sent_log.append((now_ns(), sent_total[0]))
-            await Timer(HOST_PERIOD_NS, "ns")
-
-    async def tx_feed(p: int) -> None:
-        await Timer(HOST_PERIOD_NS // 2, "ns")
-        while not b.stop:
-            tag, f = b.host_frame(PEER_MAC, HOST_FRAME)
-            [tok] = await drv.send_batch(p, [f], max_in_flight=64)
-            tx_door[tag] = tok.t_doorbell
-            tags["tx"].append((tag, p))
-            await Timer(HOST_PERIOD_NS, "ns")
 
     trace: list[tuple] = []    # (us, Qlen, segments decided, host frames steered) every 2 us
 
@@ -401,9 +489,8 @@ async def table1_phase(b: Bench, load: str, host_first: bool, warm_us: float, wi
                 trace.append((round(now_ns() / 1000 - t_start / 1000, 1), q, await b.win.t.read("seg_events"),
                               await b.win.t.read("steer_to_host")))
 
-    tasks = [cocotb.start_soon(rx_feed(p)) for p in range(2)]
-    tasks += [cocotb.start_soon(tx_feed(p)) for p in range(2) if not b.cfg.get("no_host_tx")]
-    tasks.append(cocotb.start_soon(sample_qlen()))
+    traffic.start(host_tx=not b.cfg.get("no_host_tx"))
+    qtask = cocotb.start_soon(sample_qlen())
     flood = cocotb.start_soon(command_flood(b, lambda: b.stop)) if load == "commands" else None
     await Timer(warm_us + window_us, "us")
     b.stop = True
@@ -412,48 +499,15 @@ async def table1_phase(b: Bench, load: str, host_first: bool, warm_us: float, wi
     # engine empty its queue before counting and restoring. (A restore while an FCFS
     # backlog held the lookup deadlocked the NIC until TcpSteer's fix: docs/toe.md, "The
     # engine in the NIC: figures"; `restore_without_drain` is its regression case.)
-    last, q = -1, -1
-    for _ in range(0 if b.cfg.get("restore_without_drain") else 100):
-        await Timer(5, "us")
-        got = sum(len(v) for v in b.rx_got.values())
-        q = await b.win.h.read("nicq_qlen")
-        idle = b.tb.ports[0].source.idle() and b.tb.ports[1].source.idle()
-        if q == 0 and idle and (got == last or got >= len(tags["rx"]) and all(t in b.tx_wire for t, _ in tags["tx"])):
-            break
-        last = got
-    drained = q == 0
+    drained = await traffic.settle(0 if b.cfg.get("restore_without_drain") else 100)
     await Timer(10, "us")
-    for t in tasks:
-        t.cancel()
+    traffic.cancel()
+    qtask.cancel()
     b.tap.bucket = None
     regs1 = await b.regs()
     b.on_engine = None
-    # Host RX: completion record writes in order = the packets the driver took in order.
-    rx_lat, rx_bad, rx_lost = [], 0, 0
-    cq = b.tap.watched
-    delivered = set()
-    for p in range(2):
-        times = [t for t, k in cq[f"rx{p}:cq"] for _ in range(k)]
-        for (tag, ok), t_cpl in zip(b.rx_got[p], times):
-            if not ok:
-                rx_bad += 1
-                continue
-            delivered.add(tag)
-            te = b.rx_end.get(tag)
-            if te is not None and w0 <= te <= w1:
-                rx_lat.append(t_cpl - te)
-    rx_in_window = [t for t, _ in tags["rx"] if w0 <= b.rx_end.get(t, 0) <= w1]
-    rx_lost = sum(t not in delivered for t, _ in tags["rx"])
-    tx_lat, tx_bad = [], 0
-    for tag, p in tags["tx"]:
-        w = b.tx_wire.get(tag)
-        if w is None:
-            tx_bad += 1
-            continue
-        if w[0] != p:
-            tx_bad += 1
-        if w0 <= tx_door[tag] <= w1:
-            tx_lat.append(w[1] - tx_door[tag])
+    host_rx, host_tx = traffic.host_delays(w0, w1)
+    sent_log = traffic.sent_log
     # Offloaded connections: bytes stored in order (the engine's cumulative ACKs, all
     # connections' summed, event to event inside the window), every ring checked.
     merged, total_acked = [], {c.k: 0 for c in conns}
@@ -483,11 +537,7 @@ async def table1_phase(b: Bench, load: str, host_first: bool, warm_us: float, wi
         "commands_flooded": flooded and {**flooded, "per_s": round(flooded["commands"] / ((now_ns() - t_start) / 1e9))},
         "segment_payload": mss if n_conns else None, "segments_per_us_per_port": per_us if n_conns else 0,
         "window_us": window_us, "warmup_us": warm_us,
-        "host_rx": {"frames": len(tags["rx"]), "measured": len(rx_lat), "in_window": len(rx_in_window),
-                    "lost": rx_lost, "corrupted": rx_bad, "median_ns": pct(rx_lat, 0.5), "p99_ns": pct(rx_lat, 0.99),
-                    "max_ns": pct(rx_lat, 1.0)},
-        "host_tx": {"frames": len(tags["tx"]), "measured": len(tx_lat), "missing_or_wrong_port": tx_bad,
-                    "median_ns": pct(tx_lat, 0.5), "p99_ns": pct(tx_lat, 0.99), "max_ns": pct(tx_lat, 1.0)},
+        "host_rx": host_rx, "host_tx": host_tx,
         "qlen_max": max(qlen, default=0), "qlen_mean": round(sum(qlen) / len(qlen), 2) if qlen else 0,
         "qlen_samples": len(qlen),
         "nic_packet_drops": mv.get("nicq_drops", 0), "nic_packets_queued": mv.get("nicq_frames", 0),
