@@ -435,6 +435,9 @@ def cmd_bench(args: list[str]) -> int:
     if args[:1] == ["toe"]:
         from offnic_sim.toe import toe_report
         return toe_report.main(args[1:], rel=_rel)
+    if args[:1] == ["loadctl"]:
+        from offnic_sim.toe import loadctl_report
+        return loadctl_report.main(args[1:], rel=_rel)
     if args[:1] == ["sim"]:
         from offnic_sim.bench import sim_report
         from offnic_sim.cache import cache_report
@@ -442,9 +445,9 @@ def cmd_bench(args: list[str]) -> int:
             "demo": lambda: workload_cases.demo_cases(trace=cache_report.trace_prefix(*DEMO_WEB)),
             "base": workload_cases.bench_cases})
     ap = argparse.ArgumentParser(prog="offnic bench", description="performance benches of the whole NIC")
-    ap.add_argument("suite", choices=["base", "cache", "frag", "toe", "sim"],
+    ap.add_argument("suite", choices=["base", "cache", "frag", "toe", "loadctl", "sim"],
                     help="base: RFC 2544-style throughput/latency of the base NIC; cache, frag: the offloads' "
-                         "studies; toe: the TCP offload engine's blocks (--part nic: the engine inside the whole NIC); sim: the simulation's own speed")
+                         "studies; toe: the TCP offload engine's blocks (--part nic: the engine inside the whole NIC); loadctl: seed 004's Figure 6, the firmware's load control on and off; sim: the simulation's own speed")
     ap.add_argument("--sizes", default=None,
                     help=f"frame sizes with FCS, comma separated (default {','.join(map(str, workload_cases.BENCH_SIZES))})")
     ap.add_argument("--window-us", type=float, default=30.0, help="measured window per case, simulated us (default 30)")

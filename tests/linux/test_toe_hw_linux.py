@@ -88,68 +88,95 @@ async def carry(dut, scenario) -> None:
         raise out["error"]
 
 
+# The scenarios (test_toe_model_linux's, sized for a simulated engine), by name: shared
+# with the whole NIC's test (test_toe_nic_linux.py).
+
+def mid_transfer_scenario(rig):
+    from test_toe_model_linux import run_handoff_cycle
+    c = run_handoff_cycle("mid", rig.n(4 << 20), rig=rig)
+    # every frame from B was good and, once installed, the engine's: none dropped as bad. With
+    # the wire held at the restore no segment is stale; without (the whole NIC's handoff), those
+    # queued for the engine when it restores are dropped (B resends them to the host)
+    stale = 0 if rig.holds_wire else c["hw_nicq_capacity"] + 2
+    assert c["hw_seg_events"] > 0 and c["hw_steer_bad_dropped"] == 0 and c["hw_seg_stale_drops"] <= stale, \
+        {k: c[k] for k in ("hw_seg_events", "hw_steer_bad_dropped", "hw_seg_stale_drops")}
+    return c
+
+
+def lossy_scenario(rig):
+    from test_toe_model_linux import run_handoff_cycle
+    c = run_handoff_cycle("lossy", rig.n(4 << 20), drop=0.02, dup=0.01, reorder=0.03, rig=rig)
+    assert c["seen_resent_segs"] > 0, dict(c)
+    return c
+
+
+def closes_scenario(rig):
+    from test_toe_model_linux import closes
+    nic = closes(rig, sizes=(150_000, 100_000), warm=10_000)
+    assert nic.seen["bytes_out"] > 50_000, dict(nic.seen)
+    return nic
+
+
+def hostile_then_rst_scenario(rig):
+    from test_toe_model_linux import hostile_then_rst
+    return hostile_then_rst(rig)
+
+
+def zero_windows_scenario(rig):
+    from test_toe_model_linux import zero_windows
+    # A's receive buffer bounds the window Linux advertised, and so the engine's ring (256 KiB);
+    # its send buffer what the engine gets to send at the handoff
+    return zero_windows(rig, sizes=(600_000, 500_000), warm=20_000, a_rcvbuf=64 << 10, a_sndbuf=32 << 10)
+
+
+def near_wrap_scenario(rig):
+    from test_toe_model_linux import near_wrap
+    return near_wrap(rig)
+
+
+def many_scenario(rig):
+    from test_toe_model_linux import many_connections
+    return many_connections(24, rig, sizes=(100_000, 80_000), warm=5_000, far=20_000)
+
+
+SCENARIOS = {"mid_transfer": mid_transfer_scenario, "lossy": lossy_scenario, "closes": closes_scenario,
+             "hostile_then_rst": hostile_then_rst_scenario, "zero_windows": zero_windows_scenario,
+             "near_wrap": near_wrap_scenario, "many": many_scenario}
+
+
 @cocotb.test()
 async def mid_transfer(dut):
-    from test_toe_model_linux import run_handoff_cycle
-
-    def mid(rig):
-        c = run_handoff_cycle("mid", rig.n(4 << 20), rig=rig)
-        # every frame from B was good and, once installed, the engine's: none dropped as bad
-        assert c["hw_seg_events"] > 0 and c["hw_steer_bad_dropped"] == 0 and c["hw_seg_stale_drops"] == 0, dict(c)
-        return c
-    await carry(dut, mid)
+    await carry(dut, mid_transfer_scenario)
 
 
 @cocotb.test()
 async def lossy(dut):
-    from test_toe_model_linux import run_handoff_cycle
-
-    def lossy(rig):
-        c = run_handoff_cycle("lossy", rig.n(4 << 20), drop=0.02, dup=0.01, reorder=0.03, rig=rig)
-        assert c["seen_resent_segs"] > 0, dict(c)
-    await carry(dut, lossy)
+    await carry(dut, lossy_scenario)
 
 
 @cocotb.test()
 async def closes(dut):
-    from test_toe_model_linux import closes
-
-    def close(rig):
-        nic = closes(rig, sizes=(150_000, 100_000), warm=10_000)
-        assert nic.seen["bytes_out"] > 50_000, dict(nic.seen)
-    await carry(dut, close)
+    await carry(dut, closes_scenario)
 
 
 @cocotb.test()
 async def hostile_then_rst(dut):
-    from test_toe_model_linux import hostile_then_rst
-    await carry(dut, hostile_then_rst)
+    await carry(dut, hostile_then_rst_scenario)
 
 
 @cocotb.test()
 async def zero_windows(dut):
-    from test_toe_model_linux import zero_windows
-
-    def zero(rig):
-        # A's receive buffer bounds the window Linux advertised, and so the engine's ring (256 KiB);
-        # its send buffer what the engine gets to send at the handoff
-        return zero_windows(rig, sizes=(600_000, 500_000), warm=20_000, a_rcvbuf=64 << 10, a_sndbuf=32 << 10)
-    await carry(dut, zero)
+    await carry(dut, zero_windows_scenario)
 
 
 @cocotb.test()
 async def near_wrap(dut):
-    from test_toe_model_linux import near_wrap
-    await carry(dut, near_wrap)
+    await carry(dut, near_wrap_scenario)
 
 
 @cocotb.test()
 async def many(dut):
-    from test_toe_model_linux import many_connections
-
-    def dozen(rig):
-        return many_connections(24, rig, sizes=(100_000, 80_000), warm=5_000, far=20_000)
-    await carry(dut, dozen)
+    await carry(dut, many_scenario)
 
 
 def design() -> Design:

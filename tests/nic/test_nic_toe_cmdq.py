@@ -34,10 +34,10 @@ from offnic_sim.harness.runner import run_cocotb
 from offnic_sim.host import rings
 from offnic_sim.host.driver import _layout
 from offnic_sim.net.ipfrag import ipv4_header
-from offnic_sim.toe.toe_cmdq import ST_BAD_DESC, ST_DMA_ERROR, ToeQueue
+from offnic_sim.toe.toe_cmdq import BLOCK_BYTES, ST_BAD_DESC, ST_DMA_ERROR, ToeQueue
 from offnic_sim.toe.toe_model import ConnKey, handoff_tcb
 from offnic_sim.toe.toe_window import (OP_COMPLETE, OP_INSTALL, OP_READ, OP_RESERVE, OP_RESTORE, OP_SEND, OP_STATUS,
-                                       ST_EXISTS, ST_NOTLIVE, ST_OK, conn_addr)
+                                       ST_EXISTS, ST_NOTLIVE, ST_OK, TCB_WORDS, conn_addr, unpack_tcb)
 from test_nic_toe import (ACK, CONNECTIONS, LOCAL_IP, NIC, NIC_MAC, PEER_IP, PEER_MAC, PSH, RING, Rig, handoff, host_frame,
                           params, tcp_frame, tcp_of)
 
@@ -178,6 +178,15 @@ async def handoff_cmdq(dut):
     assert rsp["status"] == ST_OK and rsp["id"] == c, rsp
     t = rsp["tcb"]
     assert t.rcv_nxt == (R + len(data)) & 0xFFFFFFFF and t.snd_nxt == (base + len(more)) & 0xFFFFFFFF, t
+    # The answer came in the block; the rsp_* registers (the last answer) agree with it, and
+    # the block is a command block for the same connection.
+    v = 0
+    for k in range(TCB_WORDS):
+        v |= await cq.h.read(f"rsp_tcb_{k}") << (32 * k)
+    assert unpack_tcb(v) == t, "answer block and rsp_* registers differ"
+    assert rsp["addr"] == conn_addr(key, hs) and rsp["now_us"] == await cq.h.read("rsp_now_us_lo"), rsp
+    restored = drv.alloc(256, 256)
+    restored.write(0, cq.block.read(0, BLOCK_BYTES))
     assert (await cq.command(OP_STATUS, c))["status"] == ST_NOTLIVE
 
     await r.host_send(tcp_frame(key, R + len(data), base + len(more)))   # given back: to the host
@@ -194,6 +203,13 @@ async def handoff_cmdq(dut):
     assert regs["table_inserts"] == regs["table_deletes"] == 1 and regs["connections"] == 0, regs
     assert regs["steer_to_host"] == len(r.host_sent) and regs["store_errors"] == 0, regs
     assert regs["note_count"] == 0 and regs["notes_evented"] >= 3, regs
+
+    # The restored connection's answer block installs it again, as it was (and it goes back).
+    again = await cq.raw(0x20 + OP_INSTALL, 0, 0, block_addr=restored.addr, state=False)
+    assert again["status"] == ST_OK and again["tcp_state"] == ESTABLISHED, again
+    st = await cq.command(OP_STATUS, again["id"])
+    assert st["status"] == ST_OK and (st["tcb"].snd_nxt, st["tcb"].rcv_nxt) == (t.snd_nxt, t.rcv_nxt), st
+    assert (await cq.command(OP_RESTORE, again["id"]))["status"] == ST_OK
     dut._log.info("handoff_cmdq: %d host frames received, %d + %d sent, %d engine segments", len(r.host_got),
                   len(r.tx_sent[0]), len(r.tx_sent[1]), len(r.engine))
 
@@ -217,6 +233,8 @@ async def bad_input_cmdq(dut):
         ("block misaligned", 0x20 + OP_INSTALL, 0, block.addr + 16, ST_BAD_DESC),
         ("block across 4 KiB", 0x20 + OP_RESERVE, 0, block.addr + 4096 - 64, ST_BAD_DESC),
         ("block with no memory", 0x20 + OP_COMPLETE, ok["id"], NOWHERE, ST_DMA_ERROR),
+        ("answer block misaligned", 0x20 + OP_RESTORE, ok["id"], block.addr + 8, ST_BAD_DESC),
+        ("answer block across 4 KiB", 0x20 + OP_STATUS, ok["id"], block.addr + 4096 - 32, ST_BAD_DESC),
         ("id never installed", 0x20 + OP_STATUS, ok["id"] ^ 1, None, ST_NOTLIVE),
         ("id past the table", 0x20 + OP_SEND, CONNECTIONS + 3, None, ST_NOTLIVE),
         ("complete, not reserved", 0x20 + OP_COMPLETE, ok["id"] ^ 2, None, ST_NOTLIVE),
@@ -240,7 +258,7 @@ async def bad_input_cmdq(dut):
     assert not r.engine or all(not t[3] for t in r.engine), "the engine sent data it had not been given"
     regs = await cq.counters()
     assert regs["cmdq_commands"] == len(cases) + 3, regs
-    assert regs["cmdq_bad_desc"] == 4 and regs["cmdq_block_errors"] == 1, regs
+    assert regs["cmdq_bad_desc"] == 6 and regs["cmdq_block_errors"] == 1, regs
     # the engine's refusals: exists, never installed, complete not reserved (an id past the
     # table is refused by the unit and never reaches the engine)
     assert regs["cmdq_refused"] == 3, regs

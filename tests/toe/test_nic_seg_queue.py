@@ -13,8 +13,11 @@ frame: `info_seq` carries the frame's number, which is also in its first bytes):
    back-pressured, 64-byte frames back to back included (with the SteerSeg as two prefix
    beats in the frame queue they took 4 cycles for 2 beats: docs/toe.md, "The engine in the
    NIC: figures"); frames the queue cannot take are dropped and counted, never waited for;
- - FCFS: a frame that finds Qlen at its limit waits at its start; nothing is dropped that
-   fits, and all is delivered when the output resumes;
+ - FCFS: `status_fcfs_full` is set while Qlen (counting the frame coming in) is at its
+   limit; a sender that honours it, as TcpSteer does (no frame started while it is set, nor
+   in the cycle after a frame's last beat, when TcpSteer cannot decide the next), never has
+   a frame dropped that fits, and all is delivered when the output resumes; the input itself
+   never waits for Qlen (so a table answer is never held behind it: the FCFS deadlock);
  - SteerSegs late or early by random amounts, random gaps between beats, output and m_seg
    back-pressure at random, a frame queue small enough to run out of beats mid-frame.
 
@@ -62,6 +65,7 @@ class Input:
         self.idle = 0.0
         self.seg_delay = lambda k: 1
         self.no_wait = False                  # assert the input is never back-pressured
+        self.honour_full = False              # start no frame while status_fcfs_full (TcpSteer's rule)
         self.waited = 0
         self.sent = 0
         dut.s_axis_tvalid.value = 0
@@ -89,16 +93,21 @@ class Input:
             if tv and not tr:
                 self.waited += 1
                 assert not self.no_wait, f"host first: the input waited (frame {cur}, beat {beat})"
+            ended = False
             if tv and tr:
                 beat += 1
                 if beat == len(beats):
+                    ended = True
                     self.frames.popleft()
                     self.sent += 1
                     cur = None
             if int(d.s_seg_valid.value) and int(d.s_seg_ready.value):
                 self.segs.popleft()
             # next cycle's drive
-            if cur is None and self.frames and (tv == 0 or random.random() >= self.idle):
+            held = self.honour_full and (ended or int(d.status_fcfs_full.value) == 1)
+            if cur is None and self.frames and held:
+                self.waited += 1
+            if cur is None and self.frames and not held and (tv == 0 or random.random() >= self.idle):
                 cur, f = self.frames[0]
                 beats = [f[i:i + BYTES] for i in range(0, len(f), BYTES)]
                 beat = 0
@@ -264,6 +273,7 @@ async def nic_seg_queue(dut):
     inp.no_wait = False
     for fcfs in (0, 1):
         dut.cfg_fcfs.value = fcfs
+        inp.honour_full = bool(fcfs)
         for idle, stall in ((0.3, 0.3), (0.0, 0.8), (0.5, 0.95)):
             inp.idle = idle
             inp.seg_delay = lambda k: random.choice([0, 1, 1, 2, random.randint(0, 40)])
@@ -283,8 +293,10 @@ async def nic_seg_queue(dut):
     inp.idle = 0.0
     inp.seg_delay = lambda k: 1
 
-    # FCFS at the limit: the input waits, nothing dropped, all delivered when the output resumes.
+    # FCFS at the limit: the flag stands, the sender waits, nothing dropped, all delivered when
+    # the output resumes.
     dut.cfg_fcfs.value = 1
+    inp.honour_full = True
     dut.cfg_max_frames.value = 3
     set_pauses([tb.sink], 0.0)
     out.stall = 0.0
@@ -296,8 +308,25 @@ async def nic_seg_queue(dut):
         inp.send(m, f, s)
     await ClockCycles(tb.clock, 100)
     assert int(dut.status_qlen.value) == 3 and inp.waited > w0, "FCFS did not wait at its limit"
+    assert int(dut.status_fcfs_full.value) == 1 and int(dut.s_axis_tready.value) == 1
     tb.sink.pause = False
     assert all(await finish(tb, inp, out, b, mk)), "FCFS dropped a frame at its limit"
+    assert int(dut.status_fcfs_full.value) == 0
+
+    # FCFS, a sender that ignores the flag: the input still never waits; the frames past the
+    # limit are dropped and counted, never a hang.
+    inp.honour_full = False
+    inp.no_wait = True
+    tb.sink.pause = True
+    b = batch_of([64] * 10, n)
+    n += len(b)
+    mk = Mark(out)
+    for m, f, s in b:
+        inp.send(m, f, s)
+    while inp.busy():
+        await RisingEdge(tb.clock)
+    tb.sink.pause = False
+    assert await finish(tb, inp, out, b, mk) == [True] * 3 + [False] * 7
 
     # Host first at the same limit: dropped at once, never waited for.
     dut.cfg_fcfs.value = 0

@@ -8,7 +8,10 @@ and stalls on both outputs. Checks, frame by frame in order: each frame comes ou
 unchanged on one output or is dropped; which one is what the table said when the frame
 started out (the commands answered before its first beat: the handoff guarantee); the
 engine's frames carry the id the install returned and the parser's fields; the counters
-add up. Seeds are printed by the harness (OFFNIC_SEED replays).
+add up. `hold_engine` (the engine queue's FCFS limit) is raised at random: no frame starts
+towards the engine while it is up; and with it up for good while frames of installed
+connections wait at the head, the removals still answer (the FCFS deadlock: a frame
+decided for the engine would hold the answers back) and the frames then go to the host. Seeds are printed by the harness (OFFNIC_SEED replays).
 """
 from __future__ import annotations
 
@@ -42,6 +45,7 @@ async def tcp_steer(dut):
     d.m_axis_host_tready.value = 0
     d.m_axis_engine_tready.value = 0
     d.m_seg_ready.value = 0
+    d.hold_engine.value = 0
     d.cfg_hash_key.value = ctm.DEFAULT_HASH_KEY >> (ctm.HASH_KEY_BITS - len(d.cfg_hash_key))
     await ClockCycles(d.clock, 4)
     await FallingEdge(d.clock)
@@ -58,11 +62,13 @@ async def tcp_steer(dut):
     cur = {"host": bytearray(), "engine": bytearray()}
     first_at = {"host": None, "engine": None}
     stall = [0.0]
+    hold = [0.0]                              # chance per cycle that hold_engine is up
     cycle = [0]
 
     async def loop():
         c_out = None
         sent = False
+        offered = False                       # the engine output's frame has been offered
         while True:
             await FallingEdge(d.clock)
             cycle[0] += 1
@@ -76,6 +82,8 @@ async def tcp_steer(dut):
             for o in ("host", "engine"):
                 getattr(d, f"m_axis_{o}_tready").value = int(rng.random() >= stall[0])
             d.m_seg_ready.value = int(rng.random() >= stall[0])
+            held = rng.random() < hold[0]
+            d.hold_engine.value = int(held)
             await Timer(1, "ns")
             if d.cmd_valid.value and d.cmd_ready.value:
                 sent = True
@@ -90,6 +98,13 @@ async def tcp_steer(dut):
                     installed[key] = cid
                 history.append((cycle[0], key, None if delete else cid))
                 c_out = None
+            # a frame is decided for the engine only with hold_engine down: its first beat is
+            # offered then (it may wait for tready afterwards)
+            if d.m_axis_engine_tvalid.value and not offered:
+                assert not held, "a frame was decided for the engine under hold_engine"
+                offered = True
+            if d.m_axis_engine_tvalid.value and d.m_axis_engine_tready.value and d.m_axis_engine_tlast.value:
+                offered = False
             for o in ("host", "engine"):
                 if getattr(d, f"m_axis_{o}_tvalid").value and getattr(d, f"m_axis_{o}_tready").value:
                     if not cur[o]:
@@ -114,8 +129,8 @@ async def tcp_steer(dut):
 
     frames: list[bytes] = []
     wanted: set[int] = set()  # installed once the queued commands are done
-    for phase, st in enumerate((0.0, 0.3, 0.6)):
-        stall[0] = st
+    for phase, (st, hd) in enumerate(((0.0, 0.0), (0.3, 0.5), (0.6, 0.2))):
+        stall[0], hold[0] = st, hd
         for _ in range(300):
             r = rng.random()
             if r < 0.06:                                   # install or remove a connection
@@ -136,6 +151,37 @@ async def tcp_steer(dut):
             n = sum(len(v) for v in outs.values())
             quiet = quiet + 1 if (n == seen and src.idle() and not cmds) else 0
             seen = n
+
+    # hold_engine up for good: segments of installed connections wait at the head (and the
+    # frames behind them); their removals must still answer, and the frames then go to the
+    # host.
+    hold[0], stall[0] = 1.0, 0.0
+    live = sorted(wanted)
+    assert live, "no connection installed at the end of the random phases"
+    for k in live:
+        c = next(c for c in conns if conn_key(c) == k)
+        for _ in range(3):
+            f = eth(segment(rng, c), rng)
+            frames.append(f)
+            await src.send(AxiStreamFrame(f))
+    await ClockCycles(d.clock, 300)
+    n_before = len(history)
+    for k in live:
+        cmds.append((True, k))
+    wanted.clear()
+    for _ in range(400):
+        await ClockCycles(d.clock, 10)
+        if len(history) == n_before + len(live) and src.idle():
+            break
+    assert len(history) == n_before + len(live), \
+        f"{len(history) - n_before} of {len(live)} removals answered while frames waited for the engine"
+    quiet, seen = 0, -1
+    while quiet < 50:
+        await ClockCycles(d.clock, 10)
+        n = sum(len(v) for v in outs.values())
+        quiet = quiet + 1 if (n == seen and src.idle() and not cmds) else 0
+        seen = n
+    hold[0] = 0.0
 
     # Walk the frames in order against what came out.
     host, engine = list(outs["host"]), list(outs["engine"])

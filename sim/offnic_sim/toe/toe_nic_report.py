@@ -14,7 +14,7 @@ from pathlib import Path
 from offnic_sim.harness import hw
 
 ROOT = hw.ROOT
-CASES = ("table1", "one_conn")
+CASES = ("table1", "one_conn", "handoffs")
 CONFIG = "nic-toe"
 
 # Seed 004 (the connection-handoff policies paper, shared/seeds/004_*), Table 1: median
@@ -60,7 +60,7 @@ def plot(doc: dict, png: Path) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(1, 3, figsize=(17, 4.4))
+    fig, axes = plt.subplots(1, 4, figsize=(22, 4.4), gridspec_kw={"width_ratios": [3, 3, 3, 1.6]})
     t1 = doc.get("table1") or []
     for ax, way in zip(axes[:2], ("host_rx", "host_tx")):
         labels = [f"{LOAD_LABEL[r['load']].split(')')[0]})\n{'host 1st' if r['mode'] == 'host_first' else 'FCFS'}"
@@ -92,6 +92,21 @@ def plot(doc: dict, png: Path) -> None:
     ax.set_ylim(0, 30)
     ax.set_title("One connection, rings in host memory (1 us reads) vs the host path", fontsize=8)
     ax.legend(fontsize=7, loc="lower right")
+    ax = axes[3]
+    h = doc.get("handoffs")
+    if h:
+        seq, pipe = h["sequential"], h["pipelined"]
+        bars = [("one at a time\n(reserve, complete,\nrestore)", seq["handoffs_per_s"]),
+                ("pipelined\ninstalls", pipe["installs_per_s"]), ("pipelined\nrestores", pipe["restores_per_s"]),
+                ("pipelined\nhandoffs", pipe["handoffs_per_s"])]
+        ax.bar(range(len(bars)), [v / 1000 for _, v in bars])
+        for i, (_, v) in enumerate(bars):
+            ax.annotate(f"{v / 1000:.0f}k", (i, v / 1000), ha="center", va="bottom", fontsize=6)
+        ax.set_xticks(range(len(bars)), [n for n, _ in bars], fontsize=6)
+        ax.set_ylabel("thousands per second")
+        ax.set_title("Handoffs through the TX queues (idle NIC)", fontsize=8)
+    else:
+        ax.axis("off")
     fig.tight_layout()
     png.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(png, dpi=110)
@@ -127,6 +142,20 @@ def table(doc: dict) -> str:
             lines.append(f"| {r['path']} | {r['direction']} | {r['mss']} | {r['gbps']} | {r['line_goodput_gbps']} | "
                          f"{r['line_rate_pct']} | {r['pcie_bytes_per_payload_byte']} | "
                          f"{r.get('pcie_bytes_per_payload_byte_without_window', '-')} |")
+    h = doc.get("handoffs")
+    if h:
+        seq, pipe = h["sequential"], h["pipelined"]
+        lines += ["", "| handoffs through the TX queues | median / p99 us | per second |", "|---|---|---|"]
+        for k in ("reserve", "complete", "restore", "handoff_cycle"):
+            lines.append(f"| {k.replace('_', ' ')} (one at a time, {seq['connections']} connections) | "
+                         f"{seq[k]['median_us']} / {seq[k]['p99_us']} | "
+                         f"{seq['handoffs_per_s'] if k == 'handoff_cycle' else '-'} |")
+        lines.append(f"| {pipe['connections']} installs, one doorbell | {pipe['install_batch_us']} (batch) | "
+                     f"{pipe['installs_per_s']} |")
+        lines.append(f"| their restores, one doorbell | {pipe['restore_batch_us']} (batch) | {pipe['restores_per_s']} |")
+        lines.append(f"| install + restore, pipelined | - | {pipe['handoffs_per_s']} |")
+        lines.append(f"\nPCIe bytes per command (descriptor, block read, answer write, completion, event): "
+                     f"{h['pcie_bytes_per_command']}")
     return "\n".join(lines)
 
 
@@ -173,7 +202,8 @@ def main(args: list[str], rel=str) -> int:
     raw.unlink(missing_ok=True)
     cfg = {"out": str(raw), "seed": seed, "cases": only, "warm_us": 20.0,
            "window_us": 40.0 if a.quick else a.window_us, "one_warm_us": 20.0,
-           "one_window_us": 40.0 if a.quick else a.one_window_us, "mss": [1448] if a.quick else [1448, 8948]}
+           "one_window_us": 40.0 if a.quick else a.one_window_us, "mss": [1448] if a.quick else [1448, 8948],
+           "handoff_seq": 8 if a.quick else 32, "handoff_pipe": 16 if a.quick else 48}
     cfg["loads"] = ["none", "saturated"] if a.quick else LOADS
     d = design()
     print(f"[offnic] bench toe --part nic: {', '.join(only)} on {CONFIG} (fast harness), seed {seed}", flush=True)
@@ -190,6 +220,8 @@ def main(args: list[str], rel=str) -> int:
         doc["goal"] = goal(res["table1"])
     if "one_conn" in res:
         doc["one_conn"] = res["one_conn"]
+    if "handoffs" in res:
+        doc["handoffs"] = res["handoffs"]
     doc["wall_s"] = round(time.monotonic() - t0, 1)
     doc["rtl_designs"] = hw.rtl_record([d])
     out.parent.mkdir(parents=True, exist_ok=True)

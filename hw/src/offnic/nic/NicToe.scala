@@ -95,13 +95,13 @@ object NicToe {
     // ---- Buffers in host memory: the bridge on the DMA arbiter's engine side.
     val bridge = Module(new Axi4DmaBridge(p.dma.copy(ramAddrBits = DmaShare.EngRamBits), 40, 4))
     DmaArbiter.attachBridge(dmaHost, bridge)
-    // Commands from the TX queues (ToeCmdUnit): their command-block reads share the bridge's
-    // read channels with the engine's transmit builder (id 0; the blocks' id 1).
+    // Commands from the TX queues (ToeCmdUnit): their command-block reads and answer-block
+    // writes share the bridge with the engine's (id 0; the blocks' id 1).
     val unit = Module(new ToeCmdUnit(p, p.toeConnections))
     unit.s_cmd <> tx.m_toe_cmd.get
     tx.s_toe_cpl.get <> unit.m_cpl
     tx.cfg_fcfs.get := fcfs
-    ToeCmdUnit.joinReads(bridge.s_axi, off.m_axi, unit.m_axi)
+    ToeCmdUnit.join(bridge.s_axi, off.m_axi, unit.m_axi)
 
     // ---- Transmit: each engine segment to its port, merged with the host's frames.
     val eng = off.m_axis_tx
@@ -212,8 +212,8 @@ object NicToe {
     unit.s_rsp.valid := off.m_rsp.valid && fromUnit
     unit.s_rsp.bits := off.m_rsp.bits
     off.m_rsp.ready := Mux(fromUnit, unit.s_rsp.ready, rsp.ready)
-    // The rsp_* registers hold the last answer of either transport (the TX queues' state
-    // is read here until answers are written back into the command block).
+    // The rsp_* registers hold the last answer of either transport (the TX queues' answers
+    // also go into their blocks in host memory: ToeCmdUnit).
     val last = Reg(new EngineRsp(idBits))
     when(off.m_rsp.fire) {
       last := off.m_rsp.bits

@@ -480,7 +480,7 @@ object RegMap {
           Field("id", 16, 16, "Its connection id."))),
       ro("note_seq", 0xd8, "The oldest notification's sequence number (rx: received up to; acked: acknowledged up to)."),
       Reg("note_pop", 0xdc, WStrobe, "Write 1: drop the oldest notification."),
-      ro("cmdq_block_errors", 0xe0, "TX-queue commands completed DMA_ERROR: their command block's read failed."),
+      ro("cmdq_block_errors", 0xe0, "TX-queue commands completed DMA_ERROR: their command block's read or their answer block's write failed."),
       ro("cmdq_over_limit", 0xe4, "TX-queue installs and reserves refused for Soft_limit (status 0x25)."),
       ro("cmdq_refused", 0xe8, "TX-queue commands the engine answered with a status other than OK (0x20 + its status)."),
       Reg("note_mode", 0xec, RW(0), "Where the engine's notifications go.",

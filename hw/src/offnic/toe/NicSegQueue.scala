@@ -19,14 +19,22 @@ import offnic.axis.{AxisIO, AxisParams}
   * SteerSeg never runs more than one frame ahead of its frame, as before). The input's
   * `tid`/`tuser` (the receive path's port and mark) are not kept: the engine needs neither.
   *
-  * Host-first (`cfg_fcfs` = 0): the input never waits. A frame that finds the queue at its
-  * limit or out of beats is dropped whole (NicPacketQueue), its SteerSeg with it, so the
-  * lookup and the host frames behind it never wait for the engine. (It would wait only if a
-  * sender handed over a SteerSeg more than one frame late, which TcpSteer never does: it
-  * offers it with the frame's first beat.) FCFS (1): one shared queue in arrival order, as
-  * seed 004's baseline: a frame for the engine that finds Qlen at its limit waits at its
-  * start, and the host frames behind it in the lookup wait with it (a frame can still be
-  * dropped if the beats run out).
+  * The input never waits. (It would wait only if a sender handed over a SteerSeg more than
+  * one frame late, which TcpSteer never does: it offers it with the frame's first beat.) A
+  * frame that finds the queue at its limit or out of beats is dropped whole
+  * (NicPacketQueue), its SteerSeg with it.
+  *
+  * Host-first (`cfg_fcfs` = 0): that is all, so the lookup and the host frames behind it
+  * never wait for the engine. FCFS (1): one shared queue in arrival order, as seed 004's
+  * baseline. `status_fcfs_full` says Qlen, counting the frame coming in, is at its limit, and
+  * the sender ([[TcpSteer]]) starts no frame for the engine while it is set: the frame waits
+  * at the head of the lookup, and the host frames behind it wait with it. The wait is the
+  * sender's and not this queue's because a frame the lookup has decided holds back the
+  * table's answers (TcpSteer's `holdRsp`): were it decided and then held here, an engine
+  * waiting in a table command for its answer would never take the frames that make room
+  * (the FCFS deadlock, docs/toe.md). A frame can still be dropped if the beats run out.
+  * The flag is exact one cycle after a frame's last beat, which is as soon as TcpSteer can
+  * decide the next frame.
   */
 class NicSegQueue(val idBits: Int, val inP: AxisParams, val depth: Int, val maxFrames: Int) extends Module {
   private val p = AxisParams(32)
@@ -41,6 +49,8 @@ class NicSegQueue(val idBits: Int, val inP: AxisParams, val depth: Int, val maxF
   val status_qlen = IO(Output(UInt(q.status_qlen.getWidth.W)))
   /** Anything inside (a frame queued, or one part-way in or out). */
   val status_busy = IO(Output(Bool()))
+  /** FCFS only: no room for another frame (Qlen + the frame coming in >= the limit). */
+  val status_fcfs_full = IO(Output(Bool()))
   val stat_frame = IO(Output(Bool()))
   val stat_drop = IO(Output(Bool()))
 
@@ -67,12 +77,12 @@ class NicSegQueue(val idBits: Int, val inP: AxisParams, val depth: Int, val maxF
   private val late = RegInit(false.B)   // the previous frame ended before its SteerSeg came
   private val lateKeep = Reg(Bool())    // ... and the frame queue kept it
   private val limit = Mux(cfg_max_frames === 0.U || cfg_max_frames > maxFrames.U, maxFrames.U, cfg_max_frames)
-  private val hold = cfg_fcfs && !inMid && q.status_qlen >= limit
+  status_fcfs_full := cfg_fcfs && (q.status_qlen +& inMid.asUInt) >= limit
   // A second frame ending without its SteerSeg while one is still late: wait for it (a
   // protocol slip of the sender, never TcpSteer's).
   private val waitLate = late && s_axis.tlast && !s_seg.valid
-  s_axis.tready := !hold && !waitLate
-  q.s_axis.tvalid := s_axis.tvalid && !hold && !waitLate
+  s_axis.tready := !waitLate
+  q.s_axis.tvalid := s_axis.tvalid && !waitLate
   q.s_axis.tdata := s_axis.tdata
   q.s_axis.tkeep := s_axis.tkeep
   q.s_axis.tlast := s_axis.tlast

@@ -187,11 +187,13 @@ class TcpEngine(val connections: Int = 4096, val buckets: Int = 1024, val slots:
       segIn <> q.m_seg
       q.cfg_max_frames := nicq_cfg.get.maxFrames
       q.cfg_fcfs := nicq_cfg.get.fcfs
+      steer.hold_engine := q.status_fcfs_full
       nicq_status.get.qlen := q.status_qlen
       nicq_status.get.busy := q.status_busy
       nicq_status.get.frame := q.stat_frame
       nicq_status.get.drop := q.stat_drop
     case None =>
+      steer.hold_engine := false.B
       m_axis_seg <> steer.m_axis_engine
       segIn <> steer.m_seg
   }

@@ -46,6 +46,9 @@ class TcpSteer(val connections: Int = 4096, val buckets: Int = 1024, val fifoBea
   val m_axis_host = IO(new AxisIO(p))
   val m_axis_engine = IO(new AxisIO(p))
   val m_seg = IO(Decoupled(new SteerSeg(idBits)))
+  /** The engine's queue takes no new frame now (NicSegQueue's FCFS limit): a frame for the
+    * engine is not decided, so it waits at the head and holds no answer back. */
+  val hold_engine = IO(Input(Bool()))
   val cmd = IO(Flipped(Decoupled(new ConnCmd)))
   val rsp = IO(Decoupled(new ConnRsp(idBits)))
   private val table = Module(new ConnTable(connections, buckets, tagBits = 1))
@@ -167,8 +170,10 @@ class TcpSteer(val connections: Int = 4096, val buckets: Int = 1024, val fifoBea
   segQ.io.enq.valid := false.B
   segQ.io.enq.bits.id := vId
   segQ.io.enq.bits.info := head.info
-  // Decided in the cycle its first beat may already go (no bubble between frames).
-  private val decideNow = decide && (!toEngine || segQ.io.enq.ready)
+  // Decided in the cycle its first beat may already go (no bubble between frames). A frame
+  // for the engine is not decided while the engine's queue has no room for it (FCFS): once
+  // decided, a frame holds the table's answers back until it starts, so it must be able to.
+  private val decideNow = decide && (!toEngine || (segQ.io.enq.ready && !hold_engine))
   private val routeNow = Mux(inFrame, route, Mux(toEngine, 1.U, Mux(drop, 2.U, 0.U)))
   private val go = inFrame || decideNow
   when(decideNow) {
