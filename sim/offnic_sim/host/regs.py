@@ -472,7 +472,7 @@ TOE_HOST = BlockType(
         'note_head': Reg('note_head', 0xd4, 'ro', 'The oldest notification (valid when note_count > 0).', None, (Field('kind', 0, 3, "0 rx, 1 acked, 2 fin, 3 rst, 4 timeout, 5 closed (TcpDecide's NoteKind)."), Field('id', 16, 16, 'Its connection id.'), )),
         'note_seq': Reg('note_seq', 0xd8, 'ro', "The oldest notification's sequence number (rx: received up to; acked: acknowledged up to).", None, ()),
         'note_pop': Reg('note_pop', 0xdc, 'wstrobe', 'Write 1: drop the oldest notification.', None, ()),
-        'cmdq_block_errors': Reg('cmdq_block_errors', 0xe0, 'ro', "TX-queue commands completed DMA_ERROR: their command block's read failed.", None, ()),
+        'cmdq_block_errors': Reg('cmdq_block_errors', 0xe0, 'ro', "TX-queue commands completed DMA_ERROR: their command block's read or their answer block's write failed.", None, ()),
         'cmdq_over_limit': Reg('cmdq_over_limit', 0xe4, 'ro', 'TX-queue installs and reserves refused for Soft_limit (status 0x25).', None, ()),
         'cmdq_refused': Reg('cmdq_refused', 0xe8, 'ro', 'TX-queue commands the engine answered with a status other than OK (0x20 + its status).', None, ()),
         'note_mode': Reg('note_mode', 0xec, 'rw', "Where the engine's notifications go.", 0x0, (Field('events', 0, 1, '1: as events (type 2) on event queue note_eq, consecutive rx/acked of one connection merged; 0: the note_* FIFO above.'), )),
