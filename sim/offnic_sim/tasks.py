@@ -64,6 +64,8 @@ def cmd_test(args: list[str]) -> int:
     extra = list(args)
     if not any(a == "-n" or a.startswith("-n") or a.startswith("--numprocesses") or a == "-p" for a in extra):
         extra = ["-n", os.environ.get("OFFNIC_JOBS", "auto")] + extra
+    if not any(a.startswith("--durations") for a in extra):
+        extra = ["--durations=25"] + extra   # the slowest tests in every run's log: the suite's time budget
     # pytest's own summary is the last thing printed: CI reads it.
     return subprocess.call([sys.executable, "-m", "pytest", *extra], cwd=ROOT)
 

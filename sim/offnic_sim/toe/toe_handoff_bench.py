@@ -15,6 +15,10 @@ memory, as a driver would:
   takes when the host never waits. (A two-phase install cannot be pipelined: complete
   names the id that reserve's answer gives.)
 
+`command_flood` is Table 1's "commands" load: the same pipelined installs and restores,
+round after round, while the host packets cross the NIC (toe_nic_bench.table1_phase), so
+the host packets' delay shows whether handoff commands ever go ahead of them.
+
 Each answer is checked: status OK, the id live (then not), the restored state and
 addresses what was installed (no traffic in between: snd_nxt, rcv_nxt, the windows). The
 NIC is otherwise idle; the driver model costs no CPU time (a real driver's socket freeze
@@ -124,3 +128,35 @@ async def run_handoffs(b, cfg: dict, now_ns) -> dict:
         "pcie_bytes_per_command": round(pcie / n_cmds, 1),
         "counters": moved,
     }
+
+
+async def command_flood(b, stop, batch: int = 16) -> dict:
+    """Installs and restores, `batch` of each per doorbell, until `stop()`; every answer
+    checked as in run_handoffs. Returns the commands done and their rounds."""
+    drv = b.drv
+    if CMD_QUEUE not in drv.queues["tx"]:
+        await drv.open_tx_queue(CMD_QUEUE, size=256, port=0, mod_count=1, mod_time_us=0)
+    conns = [b.new_conn(2000 + k, 0, mss=1448, ts=True, snd_size=RING, rcv_size=RING, stream_len=0)
+             for k in range(batch)]
+    blocks = [drv.alloc(256, 256) for _ in range(batch)]
+    done = rounds = 0
+    while not stop():
+        for c, blk in zip(conns, blocks):
+            blk.write(0, pack_block(handoff_tcb(c.hs, b.eparams), conn_addr(c.key, c.hs)))
+        toks = await drv.send_descs_batch(CMD_QUEUE, [([Desc.with_arg(blk.addr, 0, OP_BASE + OP_INSTALL,
+                                                                      c.hs.ts_val)], None)
+                                                      for c, blk in zip(conns, blocks)])
+        ids = []
+        for c, t in zip(conns, toks):
+            cpl = await t.wait(20000)
+            assert status_of(cpl.status) == ST_OK, ("flood install", c.k, cpl)
+            ids.append(cpl.len)
+        toks = await drv.send_descs_batch(CMD_QUEUE, [([Desc.with_arg(blk.addr, cid, OP_BASE + OP_RESTORE, 0)], None)
+                                                      for cid, blk in zip(ids, blocks)])
+        for c, t, blk in zip(conns, toks, blocks):
+            cpl = await t.wait(20000)
+            assert status_of(cpl.status) == ST_OK, ("flood restore", c.k, cpl)
+            _check_restored(c, unpack_block(blk.read(0, BLOCK_BYTES)), "flood")
+        done += 2 * batch
+        rounds += 1
+    return {"commands": done, "rounds": rounds}

@@ -43,7 +43,7 @@ from offnic_sim.harness.runner import bench_config
 from offnic_sim.net.eth import ETH_P_IP, eth_frame
 from offnic_sim.net.tcppeer import ACK, build_packet, tcp_options
 from offnic_sim.toe import toe_sim
-from offnic_sim.toe.toe_handoff_bench import run_handoffs
+from offnic_sim.toe.toe_handoff_bench import command_flood, run_handoffs
 from offnic_sim.toe.toe_model import ConnKey, Handoff, handoff_tcb
 from offnic_sim.toe.toe_window import OP_INSTALL, OP_RESTORE, ST_OK, ToeWindow, conn_addr
 
@@ -283,6 +283,7 @@ class Bench:
         r = await self.win.counters()
         for p in range(2):
             r[f"rx_fifo_drops_{p}"] = (await self.drv.port_counters(p))["rx_fifo_drops"]
+        r["dma_eng_over_host"] = await self.drv.block("dma").read("eng_over_host")
         return r
 
 
@@ -316,7 +317,8 @@ async def table1_phase(b: Bench, load: str, host_first: bool, warm_us: float, wi
     drv = b.drv
     cfg_debug = b.cfg.get("debug", False)
     await drv.block("dma").write("arbitration", 0 if host_first else 1)
-    n_conns = {"none": 0, "moderate": 8, "saturated": 16, "saturated_128": 16, "saturated_port0": 8}[load]
+    n_conns = {"none": 0, "moderate": 8, "saturated": 16, "saturated_128": 16, "saturated_port0": 8,
+               "commands": 0}[load]
     loaded_ports = (0,) if load == "saturated_port0" else (0, 1)
     small = 128 if load == "saturated_128" else b.cfg.get("small_payload", SMALL_PAYLOAD)
     mss = 1448 if load == "moderate" else small
@@ -402,8 +404,10 @@ async def table1_phase(b: Bench, load: str, host_first: bool, warm_us: float, wi
     tasks = [cocotb.start_soon(rx_feed(p)) for p in range(2)]
     tasks += [cocotb.start_soon(tx_feed(p)) for p in range(2) if not b.cfg.get("no_host_tx")]
     tasks.append(cocotb.start_soon(sample_qlen()))
+    flood = cocotb.start_soon(command_flood(b, lambda: b.stop)) if load == "commands" else None
     await Timer(warm_us + window_us, "us")
     b.stop = True
+    flooded = await flood if flood is not None else None
     # Let every host frame finish (or be lost: nothing more arrives for 10 us) and the
     # engine empty its queue before counting and restoring. (A restore while an FCFS
     # backlog held the lookup deadlocked the NIC until TcpSteer's fix: docs/toe.md, "The
@@ -476,6 +480,7 @@ async def table1_phase(b: Bench, load: str, host_first: bool, warm_us: float, wi
     mv = _moved(regs0, regs1)
     return {
         "load": load, "mode": "host_first" if host_first else "fcfs", "offloaded_connections": n_conns,
+        "commands_flooded": flooded and {**flooded, "per_s": round(flooded["commands"] / ((now_ns() - t_start) / 1e9))},
         "segment_payload": mss if n_conns else None, "segments_per_us_per_port": per_us if n_conns else 0,
         "window_us": window_us, "warmup_us": warm_us,
         "host_rx": {"frames": len(tags["rx"]), "measured": len(rx_lat), "in_window": len(rx_in_window),
