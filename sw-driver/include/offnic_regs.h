@@ -698,10 +698,10 @@
 #define OFFNIC_RB_TOE_HOST_REG_RINGS_PAGES_PAGES_MASK 0x0fffffffu
 #define OFFNIC_RB_TOE_HOST_REG_CMDQ_BAD_RINGS 0x2a8
 
-/* pcs: A port's 10GBASE-R / 25GBASE-R PCS (docs/phy.md): receive status and what went wrong on the line (counters wrap). */
+/* pcs: A port's 10GBASE-R / 25GBASE-R PCS and its XGMII rate adapters (docs/phy.md): receive status and what went wrong on the line (counters wrap). On a board each counter runs in its own clock (transceiver RX or TX user clock, MAC clock) and reads a Gray-coded copy synchronised into the core clock, a few cycles late; a lane's reset (transceiver not ready) restarts its counters from 0. Board tops only: one block per port after the NIC core's blocks. */
 #define OFFNIC_RB_PCS_TYPE 0x0ff10030u
-#define OFFNIC_RB_PCS_VERSION 0x00010000u
-#define OFFNIC_RB_PCS_WINDOW 0x40
+#define OFFNIC_RB_PCS_VERSION 0x00010001u
+#define OFFNIC_RB_PCS_WINDOW 0x80
 #define OFFNIC_RB_PCS_REG_TYPE 0x00
 #define OFFNIC_RB_PCS_REG_VERSION 0x04
 #define OFFNIC_RB_PCS_REG_NEXT 0x08
@@ -718,6 +718,15 @@
 #define OFFNIC_RB_PCS_REG_RX_LOCK_LOSSES 0x1c
 #define OFFNIC_RB_PCS_REG_RX_HI_BER_EVENTS 0x20
 #define OFFNIC_RB_PCS_REG_TX_ERROR_BLOCKS 0x24
+#define OFFNIC_RB_PCS_REG_PORT 0x28
+#define OFFNIC_RB_PCS_REG_TX_ADAPTER_INSERTED 0x30
+#define OFFNIC_RB_PCS_REG_TX_ADAPTER_DELETED 0x34
+#define OFFNIC_RB_PCS_REG_TX_ADAPTER_OVERFLOWS 0x38
+#define OFFNIC_RB_PCS_REG_TX_ADAPTER_UNDERFLOWS 0x3c
+#define OFFNIC_RB_PCS_REG_RX_ADAPTER_INSERTED 0x40
+#define OFFNIC_RB_PCS_REG_RX_ADAPTER_DELETED 0x44
+#define OFFNIC_RB_PCS_REG_RX_ADAPTER_OVERFLOWS 0x48
+#define OFFNIC_RB_PCS_REG_RX_ADAPTER_UNDERFLOWS 0x4c
 
 /* fw: The control processor (PicoRV32) and its firmware: core reset and image load, version and state, the mailbox (command and response buffers, a doorbell each way), the firmware's events and its log ring. Loading an image: clear control.run (the core is held in reset), write each word with image_addr then image_data, set control.run. The firmware's events and responses are counted in notify_count and flagged in status; they do not yet go through the event queues (the host polls). */
 #define OFFNIC_RB_FW_TYPE 0x0ff10031u

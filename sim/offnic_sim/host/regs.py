@@ -566,11 +566,11 @@ TOE_HOST = BlockType(
 )
 
 PCS = BlockType(
-    name='pcs', type_id=0x0ff10030, version=0x00010000,
-    window_bytes=0x40, doc="A port's 10GBASE-R / 25GBASE-R PCS (docs/phy.md): receive status and what went wrong on the line (counters wrap).",
+    name='pcs', type_id=0x0ff10030, version=0x00010001,
+    window_bytes=0x80, doc="A port's 10GBASE-R / 25GBASE-R PCS and its XGMII rate adapters (docs/phy.md): receive status and what went wrong on the line (counters wrap). On a board each counter runs in its own clock (transceiver RX or TX user clock, MAC clock) and reads a Gray-coded copy synchronised into the core clock, a few cycles late; a lane's reset (transceiver not ready) restarts its counters from 0. Board tops only: one block per port after the NIC core's blocks.",
     regs={
         'type': Reg('type', 0x00, 'const', 'Block type identifier.', 0xff10030, ()),
-        'version': Reg('version', 0x04, 'const', 'Block layout version (major 31:16, minor 15:0).', 0x10000, ()),
+        'version': Reg('version', 0x04, 'const', 'Block layout version (major 31:16, minor 15:0).', 0x10001, ()),
         'next': Reg('next', 0x08, 'ro', 'Absolute BAR offset of the next block; 0 ends the chain.', None, ()),
         'status': Reg('status', 0x0c, 'ro', 'Receive status now.', None, (Field('block_lock', 0, 1, 'Block lock: 64 valid sync headers in a row seen, fewer than 16 invalid in 64 since.'), Field('hi_ber', 1, 1, 'High bit error rate: 16 invalid sync headers within the BER window (125 us).'), Field('link_ok', 2, 1, 'Block lock and no hi_ber: received blocks reach the MAC (else it sees local fault).'), )),
         'rx_bad_sync_headers': Reg('rx_bad_sync_headers', 0x10, 'ro', 'Invalid sync headers (00 or 11) received in block lock.', None, ()),
@@ -579,6 +579,15 @@ PCS = BlockType(
         'rx_lock_losses': Reg('rx_lock_losses', 0x1c, 'ro', 'Times block lock was lost (16 invalid sync headers in 64).', None, ()),
         'rx_hi_ber_events': Reg('rx_hi_ber_events', 0x20, 'ro', 'Times hi_ber rose.', None, ()),
         'tx_error_blocks': Reg('tx_error_blocks', 0x24, 'ro', 'Blocks sent as /E/: XGMII words from the MAC that fit no block type or came out of sequence.', None, ()),
+        'port': Reg('port', 0x28, 'ro', "Port number (0, 1, ...): the eth_port block of the same number is this PCS's MAC.", None, ()),
+        'tx_adapter_inserted': Reg('tx_adapter_inserted', 0x30, 'ro', "Idle words the tx rate adapter inserted (MAC clock slower than the transceiver side's word rate).", None, ()),
+        'tx_adapter_deleted': Reg('tx_adapter_deleted', 0x34, 'ro', 'Idle columns the tx rate adapter deleted (MAC side faster).', None, ()),
+        'tx_adapter_overflows': Reg('tx_adapter_overflows', 0x38, 'ro', 'XGMII words the tx rate adapter dropped because it was full (the frame cut arrives marked bad); 0 within the rated clock tolerance.', None, ()),
+        'tx_adapter_underflows': Reg('tx_adapter_underflows', 0x3c, 'ro', '/E/ words the tx rate adapter sent because it ran empty inside a frame; 0 within the rated clock tolerance.', None, ()),
+        'rx_adapter_inserted': Reg('rx_adapter_inserted', 0x40, 'ro', "Idle words the rx rate adapter inserted (recovered clock slower than the MAC side's word rate).", None, ()),
+        'rx_adapter_deleted': Reg('rx_adapter_deleted', 0x44, 'ro', 'Idle columns the rx rate adapter deleted (recovered side faster).', None, ()),
+        'rx_adapter_overflows': Reg('rx_adapter_overflows', 0x48, 'ro', 'XGMII words the rx rate adapter dropped because it was full (the frame cut arrives marked bad); 0 within the rated clock tolerance.', None, ()),
+        'rx_adapter_underflows': Reg('rx_adapter_underflows', 0x4c, 'ro', '/E/ words the rx rate adapter sent because it ran empty inside a frame; 0 within the rated clock tolerance.', None, ()),
     },
 )
 

@@ -5,12 +5,14 @@ import offnic.Params
 import offnic.axi.Axi4IO
 import offnic.cpu.ControlProcessor
 import offnic.nic.{Nic, NicParams}
-import offnic.phy.BaseRPhy
-import offnic.regs.DeviceRegs
+import offnic.phy.{BaseRPhy, PhyPortRegs}
+import offnic.regs.{DeviceRegs, RegBus, RegMap}
 
 /** What both boards share: the PCIe endpoint, the NIC core (unchanged), two Ethernet lanes
   * (transceivers, PCS, rate adapters), the fabric clocks and resets, the port LEDs. The
   * board tops (K3pqTop, As02mc04Top) add their pins, their clock source and the DRAM tier.
+  * Each port's PCS status and counters are a pcs register block (PhyPortRegs) at the end of
+  * the NIC's chain (Nic's `outerBlocks`), crossed into the core clock.
   *
   * Clock domains:
   *  - `user_clk` 250 MHz (PCIe IP): the NIC core;
@@ -91,7 +93,7 @@ class BoardCore(p: Params, clocks: => BoardClocks, clockFromGtRefclk: Boolean, g
   private val mbps = Seq(p.int("port0_mbps", 25000), p.int("port1_mbps", 25000))
   require(mbps.forall(_ == 25000), "board tops run both ports at 25G (BoardClocks makes only the 25G MAC clock)")
   private val nic = withClockAndReset(pcie.user_clk, coreRst) {
-    Module(new Nic(DeviceRegs.params(p), np, mbps, cpu))
+    Module(new Nic(DeviceRegs.params(p), np, mbps, cpu, Seq.fill(2)(RegMap.Pcs)))
   }
   nic.s_axis_cq <> pcie.m_axis_cq
   pcie.s_axis_cc <> nic.m_axis_cc
@@ -105,13 +107,21 @@ class BoardCore(p: Params, clocks: => BoardClocks, clockFromGtRefclk: Boolean, g
   private val rxSrc = !gt.rx_ready || !clk.locked
   private val links = Seq.tabulate(2) { i =>
     val phy = Module(new BaseRPhy(berWindow))
+    val (macTxRst, macRxRst) = (ResetSync(macClk, txSrc), ResetSync(macClk, rxSrc))
+    val (txRst, rxRst) = (ResetSync(gt.tx_clk, txSrc), ResetSync(gt.rx_clk(i), rxSrc))
     phy.mac_clk := macClk
-    phy.mac_tx_rst := ResetSync(macClk, txSrc)
-    phy.mac_rx_rst := ResetSync(macClk, rxSrc)
+    phy.mac_tx_rst := macTxRst
+    phy.mac_rx_rst := macRxRst
     phy.tx_clk := gt.tx_clk
-    phy.tx_rst := ResetSync(gt.tx_clk, txSrc)
+    phy.tx_rst := txRst
     phy.rx_clk := gt.rx_clk(i)
-    phy.rx_rst := ResetSync(gt.rx_clk(i), rxSrc)
+    phy.rx_rst := rxRst
+    // The port's pcs block, in the core clock at the place the NIC's chain left for it.
+    val (base, next) = nic.outerPlaces(i)
+    val regs = withClockAndReset(pcie.user_clk, coreRst) {
+      Module(new PhyPortRegs(i, base, next, DeviceRegs.params(p).addrBits))
+    }
+    regs.attach(phy, macClk, macTxRst, macRxRst, gt.tx_clk, txRst, gt.rx_clk(i), rxRst)
     gt.tx_data(i) := phy.serdes_tx_data
     phy.serdes_rx_data := gt.rx_data(i)
     nic.port_mac_clk(i) := macClk
@@ -125,8 +135,9 @@ class BoardCore(p: Params, clocks: => BoardClocks, clockFromGtRefclk: Boolean, g
     leds.link_in := phy.status.rx_block_lock && !phy.status.rx_hi_ber
     leds.tx_c := nic.port_xgmii_txc(i)
     leds.rx_c := phy.xgmii_rxc
-    (leds.led_link, leds.led_activity)
+    (leds.led_link, leds.led_activity, regs.bus)
   }
   led_link := VecInit(links.map(_._1)).asUInt
   led_activity := VecInit(links.map(_._2)).asUInt
+  RegBus.fanOut(nic.outer_reg.get, links.map(_._3))
 }

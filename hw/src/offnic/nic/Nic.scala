@@ -29,7 +29,8 @@ import offnic.regs._
   *
   * docs/queues.md is the host's view; ARCHITECTURE.md draws the data path.
   */
-class Nic(val c: DeviceRegsParams, val p: NicParams, val portMbps: Seq[Int], val cpu: Option[CpuParams] = None) extends Module {
+class Nic(val c: DeviceRegsParams, val p: NicParams, val portMbps: Seq[Int], val cpu: Option[CpuParams] = None,
+          val outerBlocks: Seq[BlockType] = Nil) extends Module {
   import PcieUs._
   import NicParams._
 
@@ -59,8 +60,13 @@ class Nic(val c: DeviceRegsParams, val p: NicParams, val portMbps: Seq[Int], val
     RegMap.RxCqs -> p.rxQueues, RegMap.Eqs -> p.eqs, RegMap.Msix -> p.eqs, RegMap.TxEngine -> 0,
     RegMap.RxEngine -> 0, RegMap.Rss -> 0, RegMap.EthPort -> 0, RegMap.EthPort -> 0, RegMap.Cache -> 0,
     RegMap.Reasm -> 0) ++ (if (p.toeConnections > 0) Seq(RegMap.Toe -> 0, RegMap.ToeHost -> 0) else Nil) ++
-    cpu.map(_ => RegMap.Fw -> 0)
-  private val placed = chain.zip(RegBus.layout(chain.map(_._1)))
+    cpu.map(_ => RegMap.Fw -> 0) ++ outerBlocks.map(_ -> 0)
+  private val placedAll = chain.zip(RegBus.layout(chain.map(_._1)))
+  /** Where the `outerBlocks` sit in the chain, (base, next) each, after the core's own: the
+    * design around the core (a board top: its ports' PCS blocks) builds them there and
+    * answers for them on `outer_reg`. None by default: the core's chain ends with its own. */
+  val outerPlaces: Seq[(Int, Int)] = placedAll.drop(chain.size - outerBlocks.size).map(_._2)
+  private val placed = placedAll.take(chain.size - outerBlocks.size)
   // The `toe` block is the TCP engine's own (TcpOffload builds it at its place in the chain).
   private val toePlace = placed.collectFirst { case ((RegMap.Toe, _), at) => at }
   private val blocks = placed.filter(_._1._1 != RegMap.Toe).map { case ((t, n), (base, next)) =>
@@ -72,7 +78,9 @@ class Nic(val c: DeviceRegsParams, val p: NicParams, val portMbps: Seq[Int], val
   private val regArb = Module(new RegBusArbiter(c.addrBits))
   regArb.host <> bridge.reg
   private val toeReg = toePlace.map(_ => Wire(new RegBusPort(c.addrBits)))
-  RegBus.fanOut(regArb.out, blocks.map(_.bus) ++ toeReg)
+  /** The register bus to the `outerBlocks` (same clock, same one-cycle answer as the core's blocks). */
+  val outer_reg = Option.when(outerBlocks.nonEmpty)(IO(new RegBusPort(c.addrBits)))
+  RegBus.fanOut(regArb.out, blocks.map(_.bus) ++ toeReg ++ outer_reg)
   // Load control's inputs come from the TCP engine, its Soft_limit goes back to it (issue 18).
   private val toeLc = Option.when(p.toeConnections > 0 && cpu.isDefined)(Wire(new LoadControlIn))
   private val toeSoft = Option.when(p.toeConnections > 0)(Wire(UInt(32.W)))

@@ -37,7 +37,7 @@ class PcsTestTop(val berWindowCycles: Int, val addrBits: Int) extends Module {
   private val regs = Module(new PcsRegs(0, 0, addrBits))
   bridge.s_axil <> s_axil
   RegBus.fanOut(bridge.reg, Seq(regs.bus))
-  regs.status := pcs.status
+  regs.counters := PcsCounters.sameClock(pcs.status)
 }
 
 object PcsTestTop extends Elaboratable {

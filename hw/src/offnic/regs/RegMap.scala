@@ -501,9 +501,23 @@ object RegMap {
       )
   )
 
+  /** The rate adapters' counters in the pcs block (phy.XgmiiRateAdapter), from 0x30. */
+  private def adapterRegs(dir: String, at: Int, from: String, to: String): Seq[Reg] = Seq(
+    ro(s"${dir}_adapter_inserted", at, s"Idle words the $dir rate adapter inserted ($from clock slower than the $to side's word rate)."),
+    ro(s"${dir}_adapter_deleted", at + 4, s"Idle columns the $dir rate adapter deleted ($from side faster)."),
+    ro(s"${dir}_adapter_overflows", at + 8, s"XGMII words the $dir rate adapter dropped because it was full (the frame " +
+      "cut arrives marked bad); 0 within the rated clock tolerance."),
+    ro(s"${dir}_adapter_underflows", at + 12, s"/E/ words the $dir rate adapter sent because it ran empty inside a frame; " +
+      "0 within the rated clock tolerance.")
+  )
+
   val Pcs = BlockType(
-    "pcs", 0x0ff10030L, 0x00010000L,
-    "A port's 10GBASE-R / 25GBASE-R PCS (docs/phy.md): receive status and what went wrong on the line (counters wrap).",
+    "pcs", 0x0ff10030L, 0x00010001L,
+    "A port's 10GBASE-R / 25GBASE-R PCS and its XGMII rate adapters (docs/phy.md): receive status and what went " +
+      "wrong on the line (counters wrap). On a board each counter runs in its own clock (transceiver RX or TX " +
+      "user clock, MAC clock) and reads a Gray-coded copy synchronised into the core clock, a few cycles late; " +
+      "a lane's reset (transceiver not ready) restarts its counters from 0. Board tops only: one block per port " +
+      "after the NIC core's blocks.",
     Seq(
       Reg("status", 0x0c, RO, "Receive status now.",
         Seq(Field("block_lock", 0, 1, "Block lock: 64 valid sync headers in a row seen, fewer than 16 invalid in 64 since."),
@@ -515,8 +529,9 @@ object RegMap {
       ro("rx_slips", 0x18, "Bit slips while hunting for block lock."),
       ro("rx_lock_losses", 0x1c, "Times block lock was lost (16 invalid sync headers in 64)."),
       ro("rx_hi_ber_events", 0x20, "Times hi_ber rose."),
-      ro("tx_error_blocks", 0x24, "Blocks sent as /E/: XGMII words from the MAC that fit no block type or came out of sequence.")
-    )
+      ro("tx_error_blocks", 0x24, "Blocks sent as /E/: XGMII words from the MAC that fit no block type or came out of sequence."),
+      ro("port", 0x28, "Port number (0, 1, ...): the eth_port block of the same number is this PCS's MAC.")
+    ) ++ adapterRegs("tx", 0x30, "MAC", "transceiver") ++ adapterRegs("rx", 0x40, "recovered", "MAC")
   )
 
   val Fw = RegMapFw.Fw // the control processor's block, defined in RegMapFw.scala
