@@ -437,7 +437,7 @@ class TcpEngine(val connections: Int = 4096, val buckets: Int = 1024, val slots:
         rsp.tsVal := SeqNum.add(nowTs, tcbRd.tsOffset)
         rsp.nowUs := nowUs
         st := E.Respond
-      }.elsewhen(live(tcbRd) && cmd.op === EngineOp.Restore.U && cmd.arg(0) && !resFree) {
+      }.elsewhen(live(tcbRd) && cmd.op === EngineOp.Restore.U && arg(0) && !resFree) {
         rsp.status := EngineStatus.ReservesFull.U
         count(EngineStat.ReservesRefused)
         st := E.Respond
@@ -544,7 +544,7 @@ class TcpEngine(val connections: Int = 4096, val buckets: Int = 1024, val slots:
         st := E.Delete
         // ... but a restore with hold keeps the entry and reserves the id (free: checked
         // when the command was read, and only commands reserve)
-        when(isCmd && cmd.op === EngineOp.Restore.U && cmd.arg(0)) {
+        when(isCmd && cmd.op === EngineOp.Restore.U && arg(0)) {
           resOn(resSlot) := true.B
           resId(resSlot) := id
           st := E.Respond
