@@ -8,36 +8,90 @@
 #include "../include/offnic_regs.h"
 
 #define M32 0xffffffffu
-#define CWND_MAX (1u << 30)
+#define CWND_MAX 0x40000000u
 #define TS_OPT_LEN 12		/* NOP NOP TS(10) on every segment once negotiated */
 #define NO_MSS_RCV 536		/* RFC 9293's default MSS: the peer's receive estimate */
 #define RING_WINDOW_MAX_PAGES 0x0fffffffu
 
-#define OFFNIC_TCB_WIDTH(name, width) width,
-static const u8 tcb_widths[OFFNIC_TCB_N_FIELDS] = { OFFNIC_TCB_FIELDS(OFFNIC_TCB_WIDTH) };
-#undef OFFNIC_TCB_WIDTH
-
-#define OFFNIC_TCB_NAME(name, width) #name,
-static const char *const tcb_names[OFFNIC_TCB_N_FIELDS] = { OFFNIC_TCB_FIELDS(OFFNIC_TCB_NAME) };
-#undef OFFNIC_TCB_NAME
+static const struct {
+	const char *name;
+	u8 width;
+} tcb_fields[OFFNIC_TCB_N_FIELDS] = {
+	[OFFNIC_TCB_STATE] = { "state", 3 },
+	[OFFNIC_TCB_FIN_QUEUED] = { "fin_queued", 1 },
+	[OFFNIC_TCB_SND_UNA] = { "snd_una", 32 },
+	[OFFNIC_TCB_SND_NXT] = { "snd_nxt", 32 },
+	[OFFNIC_TCB_SND_MAX] = { "snd_max", 32 },
+	[OFFNIC_TCB_WRITE_SEQ] = { "write_seq", 32 },
+	[OFFNIC_TCB_SND_WND] = { "snd_wnd", 30 },
+	[OFFNIC_TCB_MAX_WINDOW] = { "max_window", 30 },
+	[OFFNIC_TCB_SND_WL1] = { "snd_wl1", 32 },
+	[OFFNIC_TCB_SND_WL2] = { "snd_wl2", 32 },
+	[OFFNIC_TCB_SND_WSCALE] = { "snd_wscale", 4 },
+	[OFFNIC_TCB_RCV_NXT] = { "rcv_nxt", 32 },
+	[OFFNIC_TCB_RCV_WUP] = { "rcv_wup", 32 },
+	[OFFNIC_TCB_RCV_WF] = { "rcv_wf", 16 },
+	[OFFNIC_TCB_READ_SEQ] = { "read_seq", 32 },
+	[OFFNIC_TCB_RCV_WSCALE] = { "rcv_wscale", 4 },
+	[OFFNIC_TCB_RCV_MSS] = { "rcv_mss", 16 },
+	[OFFNIC_TCB_MSS] = { "mss", 16 },
+	[OFFNIC_TCB_TS_OK] = { "ts_ok", 1 },
+	[OFFNIC_TCB_TS_OFFSET] = { "ts_offset", 32 },
+	[OFFNIC_TCB_TS_RECENT] = { "ts_recent", 32 },
+	[OFFNIC_TCB_TS_RECENT_OK] = { "ts_recent_ok", 1 },
+	[OFFNIC_TCB_TS_RECENT_AGE] = { "ts_recent_age", 16 },
+	[OFFNIC_TCB_CWND] = { "cwnd", 32 },
+	[OFFNIC_TCB_SSTHRESH] = { "ssthresh", 32 },
+	[OFFNIC_TCB_CA_ACC] = { "ca_acc", 32 },
+	[OFFNIC_TCB_DUPACKS] = { "dupacks", 2 },
+	[OFFNIC_TCB_RECOVER] = { "recover", 32 },
+	[OFFNIC_TCB_IN_RECOVERY] = { "in_recovery", 1 },
+	[OFFNIC_TCB_PARTIAL_SEEN] = { "partial_seen", 1 },
+	[OFFNIC_TCB_SRTT8] = { "srtt8", 32 },
+	[OFFNIC_TCB_RTTVAR4] = { "rttvar4", 32 },
+	[OFFNIC_TCB_BACKOFF] = { "backoff", 4 },
+	[OFFNIC_TCB_RETRIES] = { "retries", 5 },
+	[OFFNIC_TCB_RTT_VALID] = { "rtt_valid", 1 },
+	[OFFNIC_TCB_RTT_SEQ] = { "rtt_seq", 32 },
+	[OFFNIC_TCB_RTT_TIME] = { "rtt_time", 32 },
+	[OFFNIC_TCB_DELACK_ON] = { "delack_on", 1 },
+	[OFFNIC_TCB_DELACK_DUE] = { "delack_due", 32 },
+	[OFFNIC_TCB_ST_KIND] = { "st_kind", 2 },
+	[OFFNIC_TCB_ST_DUE] = { "st_due", 32 },
+	[OFFNIC_TCB_SND_BASE] = { "snd_base", 40 },
+	[OFFNIC_TCB_SND_LOG2] = { "snd_log2", 5 },
+	[OFFNIC_TCB_RCV_BASE] = { "rcv_base", 40 },
+	[OFFNIC_TCB_RCV_LOG2] = { "rcv_log2", 5 },
+	[OFFNIC_TCB_SACK_OK] = { "sack_ok", 1 },
+	[OFFNIC_TCB_OOO_RECENT] = { "ooo_recent", 4 },
+	[OFFNIC_TCB_OOO_N] = { "ooo_n", 3 },
+	[OFFNIC_TCB_OOO_S3] = { "ooo_s3", 32 },
+	[OFFNIC_TCB_OOO_E3] = { "ooo_e3", 32 },
+	[OFFNIC_TCB_OOO_S2] = { "ooo_s2", 32 },
+	[OFFNIC_TCB_OOO_E2] = { "ooo_e2", 32 },
+	[OFFNIC_TCB_OOO_S1] = { "ooo_s1", 32 },
+	[OFFNIC_TCB_OOO_E1] = { "ooo_e1", 32 },
+	[OFFNIC_TCB_OOO_S0] = { "ooo_s0", 32 },
+	[OFFNIC_TCB_OOO_E0] = { "ooo_e0", 32 },
+};
 
 unsigned int offnic_tcb_bits(void)
 {
 	unsigned int f, n = 0;
 
 	for (f = 0; f < OFFNIC_TCB_N_FIELDS; f++)
-		n += tcb_widths[f];
+		n += tcb_fields[f].width;
 	return n;
 }
 
 unsigned int offnic_tcb_width(unsigned int field)
 {
-	return field < OFFNIC_TCB_N_FIELDS ? tcb_widths[field] : 0;
+	return field < OFFNIC_TCB_N_FIELDS ? tcb_fields[field].width : 0;
 }
 
 const char *offnic_tcb_name(unsigned int field)
 {
-	return field < OFFNIC_TCB_N_FIELDS ? tcb_names[field] : NULL;
+	return field < OFFNIC_TCB_N_FIELDS ? tcb_fields[field].name : NULL;
 }
 
 /* The bundle bit a field's least significant bit is at (fields before it sit above) */
@@ -46,7 +100,7 @@ static unsigned int tcb_lsb(unsigned int field)
 	unsigned int f, above = 0;
 
 	for (f = 0; f <= field; f++)
-		above += tcb_widths[f];
+		above += tcb_fields[f].width;
 	return offnic_tcb_bits() - above;
 }
 
@@ -58,7 +112,7 @@ u64 offnic_tcb_get(const u32 *tcb, unsigned int field)
 	if (field >= OFFNIC_TCB_N_FIELDS)
 		return 0;
 	lsb = tcb_lsb(field);
-	w = tcb_widths[field];
+	w = tcb_fields[field].width;
 	for (i = 0; i < w; i++) {
 		unsigned int b = lsb + i;
 
@@ -74,7 +128,7 @@ int offnic_tcb_set(u32 *tcb, unsigned int field, u64 value)
 
 	if (field >= OFFNIC_TCB_N_FIELDS)
 		return OFFNIC_ERR_RANGE;
-	w = tcb_widths[field];
+	w = tcb_fields[field].width;
 	if (w < 64 && value >> w)
 		return OFFNIC_ERR_RANGE;
 	lsb = tcb_lsb(field);
@@ -270,7 +324,8 @@ int offnic_toe_block_addr_ok(u64 dma)
  */
 int offnic_toe_desc(struct offnic_desc *d, unsigned int op, u16 id, u32 arg, u64 block)
 {
-	int needs = op == OFFNIC_TOE_INSTALL || op == OFFNIC_TOE_RESERVE || op == OFFNIC_TOE_COMPLETE;
+	int needs = op == OFFNIC_TOE_INSTALL || op == OFFNIC_TOE_RESERVE ||
+		    op == OFFNIC_TOE_COMPLETE;
 	int may = op == OFFNIC_TOE_RESTORE || op == OFFNIC_TOE_STATUS;
 
 	if (op > OFFNIC_TOE_COMPLETE)
@@ -341,6 +396,30 @@ int offnic_toe_check(const struct offnic_hw *hw)
 			   bits, offnic_tcb_bits());
 		return OFFNIC_ERR_RANGE;
 	}
+	return OFFNIC_OK;
+}
+
+int offnic_toe_configure(const struct offnic_hw *hw, const struct offnic_toe_config *c)
+{
+	u32 at = offnic_toe_host(hw);
+
+	if (!at)
+		return OFFNIC_ERR_MISSING;
+	if (!c->cycles_per_us ||
+	    c->cycles_per_us > OFFNIC_RB_TOE_HOST_REG_CYCLES_PER_US_CYCLES_MASK ||
+	    c->max_retries > OFFNIC_RB_TOE_HOST_REG_ENGINE_CONTROL_MAX_RETRIES_MASK >>
+			     OFFNIC_RB_TOE_HOST_REG_ENGINE_CONTROL_MAX_RETRIES_SHIFT)
+		return OFFNIC_ERR_RANGE;
+	offnic_wr(hw, at + OFFNIC_RB_TOE_HOST_REG_CYCLES_PER_US, c->cycles_per_us);
+	offnic_wr(hw, at + OFFNIC_RB_TOE_HOST_REG_DELACK_US, c->delack_us);
+	offnic_wr(hw, at + OFFNIC_RB_TOE_HOST_REG_RTO_MIN_US, c->rto_min_us);
+	offnic_wr(hw, at + OFFNIC_RB_TOE_HOST_REG_RTO_MAX_US, c->rto_max_us);
+	offnic_wr(hw, at + OFFNIC_RB_TOE_HOST_REG_RTO_INITIAL_US, c->rto_initial_us);
+	offnic_wr(hw, at + OFFNIC_RB_TOE_HOST_REG_TIME_WAIT_US, c->time_wait_us);
+	offnic_wr(hw, at + OFFNIC_RB_TOE_HOST_REG_FIN_WAIT2_US, c->fin_wait2_us);
+	offnic_wr(hw, at + OFFNIC_RB_TOE_HOST_REG_ENGINE_CONTROL,
+		  (c->fin_wait2_us ? OFFNIC_RB_TOE_HOST_REG_ENGINE_CONTROL_FIN_WAIT2_ON_MASK : 0) |
+		  c->max_retries << OFFNIC_RB_TOE_HOST_REG_ENGINE_CONTROL_MAX_RETRIES_SHIFT);
 	return OFFNIC_OK;
 }
 

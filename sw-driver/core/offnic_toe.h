@@ -63,31 +63,69 @@ enum offnic_toe_note_kind {
 #define OFFNIC_TOE_ESTABLISHED 1
 
 /*
- * The Tcb bundle (hw/src/offnic/toe/Tcb.scala), field and width in bundle order: the
+ * The Tcb bundle's fields (hw/src/offnic/toe/Tcb.scala) in bundle order (widths: offnic_toe.c): the
  * first field in the most significant bits of the bundle, word 0 of the block's Tcb
  * holding bits 31:0. Checked against sim/offnic_sim/toe/toe_window.py's TCB_LAYOUT.
  */
-#define OFFNIC_TCB_FIELDS(X) \
-	X(STATE, 3) X(FIN_QUEUED, 1) X(SND_UNA, 32) X(SND_NXT, 32) X(SND_MAX, 32) \
-	X(WRITE_SEQ, 32) X(SND_WND, 30) X(MAX_WINDOW, 30) X(SND_WL1, 32) X(SND_WL2, 32) \
-	X(SND_WSCALE, 4) X(RCV_NXT, 32) X(RCV_WUP, 32) X(RCV_WF, 16) X(READ_SEQ, 32) \
-	X(RCV_WSCALE, 4) X(RCV_MSS, 16) X(MSS, 16) X(TS_OK, 1) X(TS_OFFSET, 32) \
-	X(TS_RECENT, 32) X(TS_RECENT_OK, 1) X(TS_RECENT_AGE, 16) X(CWND, 32) \
-	X(SSTHRESH, 32) X(CA_ACC, 32) X(DUPACKS, 2) X(RECOVER, 32) X(IN_RECOVERY, 1) \
-	X(PARTIAL_SEEN, 1) X(SRTT8, 32) X(RTTVAR4, 32) X(BACKOFF, 4) X(RETRIES, 5) \
-	X(RTT_VALID, 1) X(RTT_SEQ, 32) X(RTT_TIME, 32) X(DELACK_ON, 1) X(DELACK_DUE, 32) \
-	X(ST_KIND, 2) X(ST_DUE, 32) X(SND_BASE, 40) X(SND_LOG2, 5) X(RCV_BASE, 40) \
-	X(RCV_LOG2, 5) X(SACK_OK, 1) X(OOO_RECENT, 4) X(OOO_N, 3) \
-	X(OOO_S3, 32) X(OOO_E3, 32) X(OOO_S2, 32) X(OOO_E2, 32) \
-	X(OOO_S1, 32) X(OOO_E1, 32) X(OOO_S0, 32) X(OOO_E0, 32)
-
-#define OFFNIC_TCB_ENUM(name, width) OFFNIC_TCB_##name,
 enum offnic_tcb_field {
-	OFFNIC_TCB_FIELDS(OFFNIC_TCB_ENUM)
+	OFFNIC_TCB_STATE,
+	OFFNIC_TCB_FIN_QUEUED,
+	OFFNIC_TCB_SND_UNA,
+	OFFNIC_TCB_SND_NXT,
+	OFFNIC_TCB_SND_MAX,
+	OFFNIC_TCB_WRITE_SEQ,
+	OFFNIC_TCB_SND_WND,
+	OFFNIC_TCB_MAX_WINDOW,
+	OFFNIC_TCB_SND_WL1,
+	OFFNIC_TCB_SND_WL2,
+	OFFNIC_TCB_SND_WSCALE,
+	OFFNIC_TCB_RCV_NXT,
+	OFFNIC_TCB_RCV_WUP,
+	OFFNIC_TCB_RCV_WF,
+	OFFNIC_TCB_READ_SEQ,
+	OFFNIC_TCB_RCV_WSCALE,
+	OFFNIC_TCB_RCV_MSS,
+	OFFNIC_TCB_MSS,
+	OFFNIC_TCB_TS_OK,
+	OFFNIC_TCB_TS_OFFSET,
+	OFFNIC_TCB_TS_RECENT,
+	OFFNIC_TCB_TS_RECENT_OK,
+	OFFNIC_TCB_TS_RECENT_AGE,
+	OFFNIC_TCB_CWND,
+	OFFNIC_TCB_SSTHRESH,
+	OFFNIC_TCB_CA_ACC,
+	OFFNIC_TCB_DUPACKS,
+	OFFNIC_TCB_RECOVER,
+	OFFNIC_TCB_IN_RECOVERY,
+	OFFNIC_TCB_PARTIAL_SEEN,
+	OFFNIC_TCB_SRTT8,
+	OFFNIC_TCB_RTTVAR4,
+	OFFNIC_TCB_BACKOFF,
+	OFFNIC_TCB_RETRIES,
+	OFFNIC_TCB_RTT_VALID,
+	OFFNIC_TCB_RTT_SEQ,
+	OFFNIC_TCB_RTT_TIME,
+	OFFNIC_TCB_DELACK_ON,
+	OFFNIC_TCB_DELACK_DUE,
+	OFFNIC_TCB_ST_KIND,
+	OFFNIC_TCB_ST_DUE,
+	OFFNIC_TCB_SND_BASE,
+	OFFNIC_TCB_SND_LOG2,
+	OFFNIC_TCB_RCV_BASE,
+	OFFNIC_TCB_RCV_LOG2,
+	OFFNIC_TCB_SACK_OK,
+	OFFNIC_TCB_OOO_RECENT,
+	OFFNIC_TCB_OOO_N,
+	OFFNIC_TCB_OOO_S3,
+	OFFNIC_TCB_OOO_E3,
+	OFFNIC_TCB_OOO_S2,
+	OFFNIC_TCB_OOO_E2,
+	OFFNIC_TCB_OOO_S1,
+	OFFNIC_TCB_OOO_E1,
+	OFFNIC_TCB_OOO_S0,
+	OFFNIC_TCB_OOO_E0,
 	OFFNIC_TCB_N_FIELDS
 };
-
-#undef OFFNIC_TCB_ENUM
 
 unsigned int offnic_tcb_bits(void);
 unsigned int offnic_tcb_width(unsigned int field);
@@ -171,9 +209,18 @@ struct offnic_toe_note {
 
 int offnic_toe_note_unpack(const u8 *rec, struct offnic_toe_note *n);
 
+/* The engine's clocks and timers (toe_host; microseconds of the engine's clock) */
+struct offnic_toe_config {
+	u32 cycles_per_us;	/* core clocks per microsecond: 250 at 250 MHz */
+	u32 delack_us, rto_min_us, rto_max_us, rto_initial_us, time_wait_us;
+	u32 fin_wait2_us;	/* 0: no FIN_WAIT_2 limit */
+	u32 max_retries;	/* retransmissions before the connection is reset */
+};
+
 /* The toe_host settings (BAR0); OFFNIC_ERR_MISSING on a build without the engine */
 u32 offnic_toe_host(const struct offnic_hw *hw);
 int offnic_toe_check(const struct offnic_hw *hw);
+int offnic_toe_configure(const struct offnic_hw *hw, const struct offnic_toe_config *c);
 int offnic_toe_set_ring_window(const struct offnic_hw *hw, u64 base, u64 bytes);
 int offnic_toe_set_notes(const struct offnic_hw *hw, int events, u32 eq);
 u32 offnic_toe_soft_limit(const struct offnic_hw *hw);

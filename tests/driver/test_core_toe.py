@@ -80,7 +80,7 @@ def random_handoff(rng) -> Handoff:
 def test_tcb_layout():
     """Field by field, the C layout is toe_window's (itself checked against the RTL's tcb_bits)."""
     c = lib()
-    got = [(c.offnic_tcb_name(f).decode().lower(), c.offnic_tcb_width(f)) for f in range(len(TCB_LAYOUT))]
+    got = [(c.offnic_tcb_name(f).decode(), c.offnic_tcb_width(f)) for f in range(len(TCB_LAYOUT))]
     assert got == TCB_LAYOUT
     assert c.offnic_tcb_name(len(TCB_LAYOUT)) is None and c.offnic_tcb_bits() == TCB_BITS
 

@@ -110,13 +110,18 @@ class ToeNote(ctypes.Structure):
     _fields_ = [("id", u16), ("kind", u8), ("seq", u32), ("merged", u16)]
 
 
+class ToeConfig(ctypes.Structure):
+    _fields_ = [(n, u32) for n in ("cycles_per_us", "delack_us", "rto_min_us", "rto_max_us", "rto_initial_us",
+                                   "time_wait_us", "fin_wait2_us", "max_retries")]
+
+
 # offnic_toe.h's handoff flags
 TOE_WSCALE_OK, TOE_TIMESTAMPS, TOE_SACK_OK, TOE_HAS_SND_WL1, TOE_HAS_TS_RECENT, TOE_HAS_RTTVAR = (1 << k for k in range(6))
 TOE_TCB_WORDS = 40
 TOE_BLOCK_BYTES = 192
 
 MIRRORS = {0: Hw, 1: Ring, 2: Desc, 3: Cpl, 4: Event, 5: OsOps, 6: Block, 7: ToeAddr, 8: ToeHandoff, 9: ToeParams,
-           10: ToeAnswer, 11: ToeNote}
+           10: ToeAnswer, 11: ToeNote, 12: ToeConfig}
 
 _SIGS = {
     "offnic_desc_pack": (None, [p, ctypes.POINTER(Desc)]),
@@ -193,6 +198,7 @@ _SIGS = {
     "offnic_toe_note_unpack": (c_int, [p, ctypes.POINTER(ToeNote)]),
     "offnic_toe_host": (u32, [p]),
     "offnic_toe_check": (c_int, [p]),
+    "offnic_toe_configure": (c_int, [p, ctypes.POINTER(ToeConfig)]),
     "offnic_toe_set_ring_window": (c_int, [p, u64, u64]),
     "offnic_toe_set_notes": (c_int, [p, c_int, u32]),
     "offnic_toe_soft_limit": (u32, [p]),

@@ -42,6 +42,8 @@ unsigned int offnic_user_sizeof(int what)
 		return sizeof(struct offnic_toe_answer);
 	case 11:
 		return sizeof(struct offnic_toe_note);
+	case 12:
+		return sizeof(struct offnic_toe_config);
 	default:
 		return 0;
 	}
