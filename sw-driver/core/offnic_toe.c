@@ -172,7 +172,7 @@ static int log2_of(u32 size)
  * The Tcb the NIC installs for a handed-off connection (toe_model.handoff_tcb): the
  * engine sets ts_offset and ts_recent_age itself from its clock and the command's
  * TSval. OFFNIC_ERR_RANGE for rings that are not a power of two or a field that does
- * not fit (a wscale past 14, ring addresses past 2^40).
+ * not fit (a wscale past 14, ring addresses past 2^40, an MSS below the options).
  */
 int offnic_toe_tcb_of(u32 *tcb, const struct offnic_toe_handoff *hs,
 		      const struct offnic_toe_params *p)
@@ -185,7 +185,8 @@ int offnic_toe_tcb_of(u32 *tcb, const struct offnic_toe_handoff *hs,
 	u64 wf;
 	int d, err = 0;
 
-	if (snd_log < 0 || rcv_log < 0 || snd_ws > 14 || rcv_ws > 14)
+	if (snd_log < 0 || rcv_log < 0 || snd_ws > 14 || rcv_ws > 14 ||
+	    hs->mss < (ts ? TS_OPT_LEN : 0))
 		return OFFNIC_ERR_RANGE;
 	memset(tcb, 0, OFFNIC_TOE_TCB_WORDS * sizeof(u32));
 	snd_wnd = (u32)min_u64(hs->snd_wnd, (u64)0xffff << snd_ws);

@@ -129,6 +129,9 @@ def test_command_block(rng):
     bad = c_handoff(random_handoff(rng))
     bad.rcv_size = 3 << 12
     assert c.offnic_toe_tcb_of(Words(), ctypes.byref(bad), ctypes.byref(ToeParams(10, 1))) != 0
+    bad = c_handoff(random_handoff(rng))
+    bad.mss, bad.flags = 11, bad.flags | drvcore.TOE_TIMESTAMPS     # not even the timestamp option fits
+    assert c.offnic_toe_tcb_of(Words(), ctypes.byref(bad), ctypes.byref(ToeParams(10, 1))) != 0
 
 
 def test_descriptors(rng):

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import cocotb
 from cocotb._bridge import bridge, resume
-from cocotb.triggers import Timer, with_timeout
+from cocotb.triggers import Timer
 
 from offnic_sim.fast.fast_tb import FastBar, FastNicTB
 from offnic_sim.harness.runner import run_cocotb
@@ -29,7 +29,7 @@ from offnic_sim.host import drvcore, regs, rings
 from offnic_sim.host.drvcore import RX, TX, ToeAddr, ToeAnswer, ToeConfig, ToeNote, ToeParams
 from offnic_sim.toe import toe_hw
 from offnic_sim.toe.toe_model import ConnKey, handoff_tcb
-from offnic_sim.toe.toe_window import TCB_LAYOUT, conn_addr, pack_tcb
+from offnic_sim.toe.toe_window import TCB_LAYOUT, pack_tcb
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "nic"))
