@@ -35,8 +35,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "nic"))
 sys.path.insert(0, str(HERE))
 from test_core_toe import c_addr, c_handoff  # noqa: E402  (Handoff -> the core's structs)
-from test_nic_toe import (ACK, LOCAL_IP, NIC, NIC_MAC, PEER_IP, PSH, RING, handoff, params, tcp_frame,  # noqa: E402
-                          tcp_of)
+from test_nic_toe import (ACK, CONNECTIONS, LOCAL_IP, NIC, NIC_MAC, PEER_IP, PSH, RING,  # noqa: E402
+                          handoff, params, tcp_frame, tcp_of)
 
 LOG = 6                  # 64-record rings
 BUF = 2048
@@ -113,6 +113,7 @@ async def core_hands_off(dut):
         st.update(eqs=eqs, rings=rings_, rxbuf=rxbuf, toe=blocks[regs.TOE.type_id],
                   toe_host=blocks[regs.TOE_HOST.type_id])
         assert lib.offnic_toe_host(h) == st["toe_host"]
+        assert 0 < lib.offnic_toe_soft_limit(h) <= CONNECTIONS, lib.offnic_toe_soft_limit(h)
 
     await bring_up()
     eqs, rings_, rxbuf = st["eqs"], st["rings"], st["rxbuf"]
@@ -313,7 +314,8 @@ async def core_hands_off(dut):
     assert (ans.status, ans.id) == (OK, cid), ans.status
     got_addr, _, got = unpack(restored)
     assert bytes(got_addr) == bytes(addr)
-    assert field(got, "snd_nxt") == (top + len(more)) & 0xFFFFFFFF and field(got, "rcv_nxt") == (R + len(data)) & 0xFFFFFFFF
+    assert field(got, "snd_nxt") == (top + len(more)) & 0xFFFFFFFF
+    assert field(got, "rcv_nxt") == (R + len(data)) & 0xFFFFFFFF
     for name in KEPT:
         if name not in ("snd_una", "read_seq", "write_seq", "rcv_mss"):   # moved by the traffic, send and read
             assert field(got, name) == field(tcb, name), f"restore's answer: {name}"
@@ -324,7 +326,8 @@ async def core_hands_off(dut):
     await tb.ports[0].send(late)
     await Timer(10, "us")
     moved = await counters()
-    assert moved["steer_to_engine"] - before["steer_to_engine"] == 1 and moved["seg_events"] == before["seg_events"], moved
+    assert moved["steer_to_engine"] - before["steer_to_engine"] == 1, moved
+    assert moved["seg_events"] == before["seg_events"], moved
     assert not host_rx() and not engine_frames()
     assert (await command(RESTORE, cid)).status == OK                   # release
     await Timer(5, "us")
