@@ -85,7 +85,43 @@ class Event(ctypes.Structure):
     _fields_ = [("source", u16), ("type", u8), ("flags", u8)]
 
 
-MIRRORS = {0: Hw, 1: Ring, 2: Desc, 3: Cpl, 4: Event, 5: OsOps, 6: Block}
+class ToeAddr(ctypes.Structure):
+    _fields_ = [("local_mac", u8 * 6), ("peer_mac", u8 * 6), ("local_ip", u32), ("peer_ip", u32),
+                ("local_port", u16), ("peer_port", u16)]
+
+
+class ToeHandoff(ctypes.Structure):
+    _fields_ = [(n, u32) for n in ("snd_una", "snd_nxt", "write_seq", "rcv_nxt", "read_seq", "snd_wnd", "rcv_wnd",
+                                   "rcv_wup", "max_window", "snd_wl1", "ts_recent", "cwnd", "ssthresh", "srtt_us",
+                                   "rttvar_us")] + \
+        [("snd_ring", u64), ("rcv_ring", u64), ("snd_size", u32), ("rcv_size", u32), ("mss", u16),
+         ("snd_wscale", u8), ("rcv_wscale", u8), ("flags", u32)]
+
+
+class ToeParams(ctypes.Structure):
+    _fields_ = [("init_cwnd", u32), ("sack", c_int)]
+
+
+class ToeAnswer(ctypes.Structure):
+    _fields_ = [("id", u16), ("status", u16), ("ts_val", u32), ("tcp_state", u8)]
+
+
+class ToeNote(ctypes.Structure):
+    _fields_ = [("id", u16), ("kind", u8), ("seq", u32), ("merged", u16)]
+
+
+class ToeConfig(ctypes.Structure):
+    _fields_ = [(n, u32) for n in ("cycles_per_us", "delack_us", "rto_min_us", "rto_max_us", "rto_initial_us",
+                                   "time_wait_us", "fin_wait2_us", "max_retries")]
+
+
+# offnic_toe.h's handoff flags
+TOE_WSCALE_OK, TOE_TIMESTAMPS, TOE_SACK_OK, TOE_HAS_SND_WL1, TOE_HAS_TS_RECENT, TOE_HAS_RTTVAR = (1 << k for k in range(6))
+TOE_TCB_WORDS = 40
+TOE_BLOCK_BYTES = 192
+
+MIRRORS = {0: Hw, 1: Ring, 2: Desc, 3: Cpl, 4: Event, 5: OsOps, 6: Block, 7: ToeAddr, 8: ToeHandoff, 9: ToeParams,
+           10: ToeAnswer, 11: ToeNote, 12: ToeConfig}
 
 _SIGS = {
     "offnic_desc_pack": (None, [p, ctypes.POINTER(Desc)]),
@@ -147,6 +183,25 @@ _SIGS = {
     "offnic_counters_n_values": (c_uint, [p]),
     "offnic_counter_value_name": (ctypes.c_char_p, [p, c_uint, ctypes.POINTER(u32)]),
     "offnic_counters_update": (None, [p, ctypes.POINTER(u32), ctypes.POINTER(u64)]),
+    "offnic_tcb_bits": (c_uint, []),
+    "offnic_tcb_width": (c_uint, [c_uint]),
+    "offnic_tcb_name": (ctypes.c_char_p, [c_uint]),
+    "offnic_tcb_get": (u64, [ctypes.POINTER(u32), c_uint]),
+    "offnic_tcb_set": (c_int, [ctypes.POINTER(u32), c_uint, u64]),
+    "offnic_toe_tcb_of": (c_int, [ctypes.POINTER(u32), ctypes.POINTER(ToeHandoff), ctypes.POINTER(ToeParams)]),
+    "offnic_toe_block_pack": (None, [p, ctypes.POINTER(ToeAddr), ctypes.POINTER(u32)]),
+    "offnic_toe_block_unpack": (None, [p, ctypes.POINTER(ToeAddr), ctypes.POINTER(u32), ctypes.POINTER(u32)]),
+    "offnic_toe_block_addr_ok": (c_int, [u64]),
+    "offnic_toe_desc": (c_int, [ctypes.POINTER(Desc), c_uint, u16, u32, u64]),
+    "offnic_toe_desc_arg": (u32, [ctypes.POINTER(Desc)]),
+    "offnic_toe_answer_of": (None, [ctypes.POINTER(Cpl), ctypes.POINTER(ToeAnswer)]),
+    "offnic_toe_note_unpack": (c_int, [p, ctypes.POINTER(ToeNote)]),
+    "offnic_toe_host": (u32, [p]),
+    "offnic_toe_check": (c_int, [p]),
+    "offnic_toe_configure": (c_int, [p, ctypes.POINTER(ToeConfig)]),
+    "offnic_toe_set_ring_window": (c_int, [p, u64, u64]),
+    "offnic_toe_set_notes": (c_int, [p, c_int, u32]),
+    "offnic_toe_soft_limit": (u32, [p]),
 }
 
 

@@ -32,6 +32,18 @@ unsigned int offnic_user_sizeof(int what)
 		return sizeof(struct offnic_os_ops);
 	case 6:
 		return sizeof(struct offnic_block);
+	case 7:
+		return sizeof(struct offnic_toe_addr);
+	case 8:
+		return sizeof(struct offnic_toe_handoff);
+	case 9:
+		return sizeof(struct offnic_toe_params);
+	case 10:
+		return sizeof(struct offnic_toe_answer);
+	case 11:
+		return sizeof(struct offnic_toe_note);
+	case 12:
+		return sizeof(struct offnic_toe_config);
 	default:
 		return 0;
 	}

@@ -8,6 +8,7 @@
 #define OFFNIC_USER_H
 
 #include "../offnic_hw.h"
+#include "../offnic_toe.h"
 
 /* ctx of every op when the ops come from here: the log callback */
 struct offnic_user {
