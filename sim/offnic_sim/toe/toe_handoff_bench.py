@@ -47,9 +47,15 @@ def _check_restored(c, ans: dict, what: str) -> None:
     assert ans["addr"] == conn_addr(c.key, c.hs), (what, ans["addr"])
 
 
+async def open_cmd_queue(drv) -> None:
+    """The commands' TX queue (unmoderated completions), once per simulation."""
+    if CMD_QUEUE not in drv.queues["tx"]:
+        await drv.open_tx_queue(CMD_QUEUE, size=256, port=0, mod_count=1, mod_time_us=0)
+
+
 async def run_handoffs(b, cfg: dict, now_ns) -> dict:
     drv = b.drv
-    await drv.open_tx_queue(CMD_QUEUE, size=256, port=0, mod_count=1, mod_time_us=0)
+    await open_cmd_queue(drv)
     cq = ToeQueue(drv, CMD_QUEUE)
     n_seq, n_pipe = cfg.get("handoff_seq", 32), cfg.get("handoff_pipe", 48)
     before = await b.regs()
@@ -134,8 +140,7 @@ async def command_flood(b, stop, batch: int = 16) -> dict:
     """Installs and restores, `batch` of each per doorbell, until `stop()`; every answer
     checked as in run_handoffs. Returns the commands done and their rounds."""
     drv = b.drv
-    if CMD_QUEUE not in drv.queues["tx"]:
-        await drv.open_tx_queue(CMD_QUEUE, size=256, port=0, mod_count=1, mod_time_us=0)
+    await open_cmd_queue(drv)
     conns = [b.new_conn(2000 + k, 0, mss=1448, ts=True, snd_size=RING, rcv_size=RING, stream_len=0)
              for k in range(batch)]
     blocks = [drv.alloc(256, 256) for _ in range(batch)]
