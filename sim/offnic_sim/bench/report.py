@@ -785,9 +785,9 @@ def toe_lines(t: dict) -> list[str]:
         L.append(f"  median host RX delay during vs before: host first {g['host_first']:+.1f}% (issue 17's goal: at most "
                  f"+{TOE_GOAL_PCT}%: {verdict})" + (f", FCFS {g['fcfs']:+.1f}%" if g.get("fcfs") is not None else ""))
     L.append("  left out: the peers are a packet generator (go-back-N after 10 us without progress), not Linux; the "
-             "restored state is read from the")
-    L.append("  toe_host registers and notifications popped over MMIO (the interim window); host memory ideal behind "
-             "1 us read latency")
+             "notifications are popped")
+    L.append("  over MMIO (the interim window; the restored state comes from each restore's answer block in host "
+             "memory); host memory ideal behind 1 us read latency")
     for f in t.get("failures") or []:
         L.append(f"  FAILED: {f}")
     return L
