@@ -12,6 +12,7 @@ import random
 import time
 from pathlib import Path
 
+from offnic_sim.bench import results_file
 from offnic_sim.harness import hw
 from offnic_sim.toe.toe_nic_report import CONFIG, design
 
@@ -197,13 +198,5 @@ def main(args: list[str], rel=str) -> int:
            "config": CONFIG, "harness": "fast", "settings": settings,
            "hw_sources_sha256": hw.hw_sources_digest(), "leaves_out": LEAVES_OUT, "seed_004_figure6": SEED_FIG6,
            "summary": [summary(r) for r in runs], "runs": runs}
-    doc["wall_s"] = round(time.monotonic() - t0, 1)
-    doc["rtl_designs"] = hw.rtl_record([d])
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(doc, indent=1) + "\n")
-    png = out.with_suffix(".png")
-    plot(doc, png)
-    print()
-    print(table(doc))
-    print(f"[offnic] wrote {rel(out)} and {rel(png)} in {time.monotonic() - t0:.0f} s")
+    results_file.write(doc, out, [d], plot, table, rel, t0)
     return 0

@@ -11,6 +11,7 @@ import random
 import time
 from pathlib import Path
 
+from offnic_sim.bench import results_file
 from offnic_sim.harness import hw
 
 ROOT = hw.ROOT
@@ -231,13 +232,5 @@ def main(args: list[str], rel=str) -> int:
         doc["one_conn"] = res["one_conn"]
     if "handoffs" in res:
         doc["handoffs"] = res["handoffs"]
-    doc["wall_s"] = round(time.monotonic() - t0, 1)
-    doc["rtl_designs"] = hw.rtl_record([d])
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(doc, indent=1) + "\n")
-    png = out.with_suffix(".png")
-    plot(doc, png)
-    print()
-    print(table(doc))
-    print(f"[offnic] wrote {rel(out)} and {rel(png)} in {time.monotonic() - t0:.0f} s")
+    results_file.write(doc, out, [d], plot, table, rel, t0)
     return 0
