@@ -88,29 +88,9 @@ async def run_handoffs(b, cfg: dict, now_ns) -> dict:
 
     # ---- Pipelined: n installs with one doorbell, then their n restores with one.
     blocks = [drv.alloc(256, 256) for _ in range(n_pipe)]
-    for c, blk in zip(conns[:n_pipe], blocks):
-        blk.write(0, pack_block(handoff_tcb(c.hs, b.eparams), conn_addr(c.key, c.hs)))
     t0 = now_ns()
-    toks = await drv.send_descs_batch(CMD_QUEUE, [([Desc.with_arg(blk.addr, 0, OP_BASE + OP_INSTALL, c.hs.ts_val)], None)
-                                                  for c, blk in zip(conns[:n_pipe], blocks)])
-    cpls = [await t.wait(5000) for t in toks]
-    t1 = now_ns()
-    ids = []
-    for c, cpl, blk in zip(conns[:n_pipe], cpls, blocks):
-        assert status_of(cpl.status) == ST_OK, ("pipelined install", c.k, cpl)
-        ids.append(cpl.len)
-        ans = unpack_block(blk.read(0, BLOCK_BYTES))    # the install's answer, in its block
-        assert ans["addr"] == conn_addr(c.key, c.hs), ("install answer", ans)
-    assert len(set(ids)) == n_pipe, ids
-    for blk in blocks:
-        blk.write(0, bytes(BLOCK_BYTES))
-    toks = await drv.send_descs_batch(CMD_QUEUE, [([Desc.with_arg(blk.addr, cid, OP_BASE + OP_RESTORE, 0)], None)
-                                                  for cid, blk in zip(ids, blocks)])
-    cpls = [await t.wait(5000) for t in toks]
+    t1 = t0 + await pipelined_round(b, conns[:n_pipe], blocks, now_ns)
     t2 = now_ns()
-    for c, cid, cpl, blk in zip(conns[:n_pipe], ids, cpls, blocks):
-        assert status_of(cpl.status) == ST_OK and cpl.len == cid, ("pipelined restore", c.k, cpl)
-        _check_restored(c, unpack_block(blk.read(0, BLOCK_BYTES)), "pipelined")
 
     after = await b.regs()
     tot = b.tap.totals("handoffs")
@@ -136,9 +116,39 @@ async def run_handoffs(b, cfg: dict, now_ns) -> dict:
     }
 
 
+async def pipelined_round(b, conns: list, blocks: list, now_ns) -> float:
+    """One install per connection behind one doorbell (its command block in `blocks`), then
+    their restores behind one; every answer checked (status, id, the install's addresses,
+    the restored state). Returns the installs' time (ns)."""
+    drv = b.drv
+    for c, blk in zip(conns, blocks):
+        blk.write(0, pack_block(handoff_tcb(c.hs, b.eparams), conn_addr(c.key, c.hs)))
+    t0 = now_ns()
+    toks = await drv.send_descs_batch(CMD_QUEUE, [([Desc.with_arg(blk.addr, 0, OP_BASE + OP_INSTALL, c.hs.ts_val)], None)
+                                                  for c, blk in zip(conns, blocks)])
+    cpls = [await t.wait(20000) for t in toks]
+    t_install = now_ns() - t0
+    ids = []
+    for c, cpl, blk in zip(conns, cpls, blocks):
+        assert status_of(cpl.status) == ST_OK, ("pipelined install", c.k, cpl)
+        ids.append(cpl.len)
+        ans = unpack_block(blk.read(0, BLOCK_BYTES))    # the install's answer, in its block
+        assert ans["addr"] == conn_addr(c.key, c.hs), ("install answer", ans)
+    assert len(set(ids)) == len(conns), ids
+    for blk in blocks:
+        blk.write(0, bytes(BLOCK_BYTES))
+    toks = await drv.send_descs_batch(CMD_QUEUE, [([Desc.with_arg(blk.addr, cid, OP_BASE + OP_RESTORE, 0)], None)
+                                                  for cid, blk in zip(ids, blocks)])
+    for c, cid, t, blk in zip(conns, ids, toks, blocks):
+        cpl = await t.wait(20000)
+        assert status_of(cpl.status) == ST_OK and cpl.len == cid, ("pipelined restore", c.k, cpl)
+        _check_restored(c, unpack_block(blk.read(0, BLOCK_BYTES)), "pipelined")
+    return t_install
+
+
 async def command_flood(b, stop, batch: int = 16) -> dict:
-    """Installs and restores, `batch` of each per doorbell, until `stop()`; every answer
-    checked as in run_handoffs. Returns the commands done and their rounds."""
+    """Installs and restores, `batch` of each per doorbell, until `stop()` (pipelined_round,
+    every answer checked). Returns the commands done and their rounds."""
     drv = b.drv
     await open_cmd_queue(drv)
     conns = [b.new_conn(2000 + k, 0, mss=1448, ts=True, snd_size=RING, rcv_size=RING, stream_len=0)
@@ -146,22 +156,7 @@ async def command_flood(b, stop, batch: int = 16) -> dict:
     blocks = [drv.alloc(256, 256) for _ in range(batch)]
     done = rounds = 0
     while not stop():
-        for c, blk in zip(conns, blocks):
-            blk.write(0, pack_block(handoff_tcb(c.hs, b.eparams), conn_addr(c.key, c.hs)))
-        toks = await drv.send_descs_batch(CMD_QUEUE, [([Desc.with_arg(blk.addr, 0, OP_BASE + OP_INSTALL,
-                                                                      c.hs.ts_val)], None)
-                                                      for c, blk in zip(conns, blocks)])
-        ids = []
-        for c, t in zip(conns, toks):
-            cpl = await t.wait(20000)
-            assert status_of(cpl.status) == ST_OK, ("flood install", c.k, cpl)
-            ids.append(cpl.len)
-        toks = await drv.send_descs_batch(CMD_QUEUE, [([Desc.with_arg(blk.addr, cid, OP_BASE + OP_RESTORE, 0)], None)
-                                                      for cid, blk in zip(ids, blocks)])
-        for c, t, blk in zip(conns, toks, blocks):
-            cpl = await t.wait(20000)
-            assert status_of(cpl.status) == ST_OK, ("flood restore", c.k, cpl)
-            _check_restored(c, unpack_block(blk.read(0, BLOCK_BYTES)), "flood")
+        await pipelined_round(b, conns, blocks, lambda: 0.0)
         done += 2 * batch
         rounds += 1
     return {"commands": done, "rounds": rounds}
